@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what the tests need, then runs lint, types and the whole test suite.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bash scripts/bootstrap.sh
+.venv/bin/ruff check libs services cli tests bench
+.venv/bin/mypy
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
