@@ -1,0 +1,1 @@
+"""PostgreSQL access with psycopg 3: settings, a connection pool, versioned migrations."""

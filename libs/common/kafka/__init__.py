@@ -1,0 +1,1 @@
+"""Kafka plumbing on confluent-kafka: settings, protobuf codecs, producer, consumer, dead letters."""

@@ -1,0 +1,321 @@
+"""A protobuf consumer with at-least-once processing, retries and dead letters.
+
+Records are decoded by their topic's declared type; undecodable ones go straight to the
+dead-letter topic. Decoded records are handed to the handler either in batches
+(``concurrency=1``: the handler sees a list, good for batched database writes) or one
+task per record (``concurrency>1``: for I/O-bound work such as fetching). Offsets are
+committed only after the handler finished and the producer flushed, so a crash replays
+at most the uncommitted tail: handlers must be idempotent.
+
+A handler failure is retried: :class:`RetryableError` and connection failures (a
+dependency is down) forever with backoff, anything else up to ``max_attempts`` times,
+after which the record is dead-lettered (in batch mode, the batch is first split to find
+the records that fail alone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from google.protobuf.message import Message
+
+from libs.common import metrics
+from libs.common.errors import RetryableError
+from libs.common.kafka.codec import ProtoCodec, UndecodableMessage, decode_key
+from libs.common.kafka.dead_letters import DeadLetterSink
+from libs.common.kafka.offsets import PartitionOffsets
+from libs.common.kafka.producer import DeliveryFailed, TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.topics import Topic
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=Message)
+
+
+@dataclass(frozen=True)
+class Record(Generic[M]):
+    topic: Topic
+    partition: int
+    offset: int
+    key: str
+    value: M
+    timestamp_ms: int
+    raw_key: bytes | None
+    raw_value: bytes | None
+
+
+BatchHandler = Callable[[list[Record[Any]]], Awaitable[None]]
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, (RetryableError, DeliveryFailed, ConnectionError, TimeoutError)):
+        return True
+    try:
+        import psycopg
+
+        return isinstance(exc, (psycopg.OperationalError, psycopg.errors.SerializationFailure))
+    except ImportError:  # pragma: no cover
+        return False
+
+
+class TopicConsumer:
+    """Consumes declared topics in a consumer group and drives a handler (see module doc)."""
+
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        *,
+        service: str,
+        group_id: str,
+        topics: Sequence[Topic],
+        handler: BatchHandler,
+        producer: TopicProducer,
+        concurrency: int = 1,
+        batch_size: int = 500,
+        poll_timeout: float = 0.2,
+        commit_interval: float = 1.0,
+        retry_backoff: float = 0.5,
+        max_backoff: float = 10.0,
+    ) -> None:
+        self._settings = settings
+        self._service = service
+        self._group_id = group_id
+        self._topics = {settings.topic(t.name): t for t in topics}
+        self._codecs = {name: ProtoCodec(t.message_type) for name, t in self._topics.items()}
+        self._handler = handler
+        self._producer = producer
+        self._dead = DeadLetterSink(producer, service)
+        self._concurrency = max(1, concurrency)
+        self._batch_size = batch_size
+        self._poll_timeout = poll_timeout
+        self._commit_interval = commit_interval
+        self._retry_backoff = retry_backoff
+        self._max_backoff = max_backoff
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{service}-consumer")
+        self._consumer: Consumer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._lock = threading.Lock()
+        self._trackers: dict[tuple[str, int], PartitionOffsets] = {}
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(self._concurrency)
+        self._paused = False
+        self.assigned: set[tuple[str, int]] = set()
+        self.processed = 0
+
+    @property
+    def dead_letters(self) -> int:
+        return self._dead.count
+
+    # lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        config = self._settings.consumer_config(self._group_id, f"{self._service}-{id(self):x}")
+        self._consumer = Consumer(config)
+        self._consumer.subscribe(list(self._topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                 on_lost=self._on_revoke)
+        self._task = asyncio.create_task(self._run(), name=f"{self._service}-consume")
+
+    async def stop(self, drain_timeout: float = 30.0) -> None:
+        """Stops polling, lets in-flight records finish, flushes, commits and leaves the group."""
+        self._stopping.set()
+        if self._task is not None:
+            try:
+                await asyncio.wait_for(self._task, timeout=drain_timeout + 5)
+            except (TimeoutError, asyncio.CancelledError):
+                self._task.cancel()
+        if self._inflight:
+            _done, pending = await asyncio.wait(self._inflight, timeout=drain_timeout)
+            for task in pending:
+                task.cancel()
+        consumer = self._consumer
+        if consumer is not None:
+            try:
+                await self._producer.flush()
+                await self._call(self._commit_tracked)
+            except Exception:
+                log.exception("final commit failed; uncommitted records will be redelivered")
+            await self._call(consumer.close)
+            self._consumer = None
+        self._executor.shutdown(wait=False)
+
+    async def wait(self) -> None:
+        """Returns when the consume loop ends (it only ends on stop or a fatal error)."""
+        if self._task is not None:
+            await self._task
+
+    # consumer thread helpers -------------------------------------------------------------
+    async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        with self._lock:
+            for tp in partitions:
+                self.assigned.add((tp.topic, tp.partition))
+        log.info("assigned %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in partitions))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._commit_tracked(only={(tp.topic, tp.partition) for tp in partitions})
+        with self._lock:
+            for tp in partitions:
+                self.assigned.discard((tp.topic, tp.partition))
+                self._trackers.pop((tp.topic, tp.partition), None)
+        log.info("revoked %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in partitions))
+
+    def _commit_tracked(self, only: set[tuple[str, int]] | None = None) -> None:
+        consumer = self._consumer
+        if consumer is None:
+            return
+        with self._lock:
+            offsets = [
+                TopicPartition(topic, partition, position)
+                for (topic, partition), tracker in self._trackers.items()
+                if (only is None or (topic, partition) in only)
+                and (position := tracker.commit_position()) is not None
+            ]
+        if offsets:
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+            except Exception as exc:
+                log.warning("commit failed (records will be redelivered): %s", exc)
+
+    # main loop ---------------------------------------------------------------------------
+    async def _run(self) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        last_commit = time.monotonic()
+        while not self._stopping.is_set():
+            if self._concurrency > 1:
+                await self._adjust_pause(consumer)
+            room = self._batch_size if self._concurrency == 1 else max(1, self._concurrency - len(self._inflight))
+            try:
+                raw = await self._call(consumer.consume, room, self._poll_timeout)
+            except Exception:
+                log.exception("consume failed")
+                await asyncio.sleep(1.0)
+                continue
+            records = self._decode(raw)
+            if self._concurrency == 1:
+                if records or raw:
+                    await self._process_batch(records)
+                    await self._producer.flush()
+                    await self._call(self._commit_tracked)
+            else:
+                for record in records:
+                    await self._slots.acquire()
+                    task = asyncio.create_task(self._process_one(record))
+                    self._inflight.add(task)
+                    task.add_done_callback(self._inflight.discard)
+                if time.monotonic() - last_commit >= self._commit_interval:
+                    await self._producer.flush()
+                    await self._call(self._commit_tracked)
+                    last_commit = time.monotonic()
+
+    async def _adjust_pause(self, consumer: Consumer) -> None:
+        full = len(self._inflight) >= self._concurrency
+        if full != self._paused:
+            assignment = await self._call(consumer.assignment)
+            await self._call(consumer.pause if full else consumer.resume, assignment)
+            self._paused = full
+
+    def _decode(self, raw: list[Any]) -> list[Record[Any]]:
+        records: list[Record[Any]] = []
+        for msg in raw:
+            err = msg.error()
+            if err is not None:
+                if err.code() != KafkaError._PARTITION_EOF:
+                    log.warning("consumer error: %s", err)
+                continue
+            name, partition, offset = msg.topic(), msg.partition(), msg.offset()
+            with self._lock:
+                tracker = self._trackers.setdefault((name, partition), PartitionOffsets())
+                tracker.add(offset)
+            topic = self._topics[name]
+            try:
+                value = self._codecs[name].decode(msg.value())
+                key = decode_key(msg.key())
+            except UndecodableMessage as exc:
+                self._dead.send(topic=name, partition=partition, offset=offset, key=msg.key(),
+                                value=msg.value(), error=str(exc), reason="undecodable", attempts=1)
+                self._mark_done(name, partition, offset)
+                continue
+            ts = msg.timestamp()[1]
+            records.append(Record(topic, partition, offset, key, value, ts, msg.key(), msg.value()))
+        return records
+
+    def _mark_done(self, topic: str, partition: int, offset: int) -> None:
+        with self._lock:
+            tracker = self._trackers.get((topic, partition))
+            if tracker is not None:
+                tracker.done(offset)
+
+    def _done_all(self, records: Sequence[Record[Any]]) -> None:
+        for r in records:
+            self._mark_done(self._settings.topic(r.topic.name), r.partition, r.offset)
+            metrics.MESSAGES_CONSUMED.labels(self._service, r.topic.name).inc()
+        self.processed += len(records)
+
+    async def _attempt(self, records: list[Record[Any]], max_attempts: int) -> BaseException | None:
+        """Runs the handler; transient failures retry forever, others up to max_attempts."""
+        attempt = 0
+        backoff = self._retry_backoff
+        while True:
+            try:
+                await self._handler(records)
+                return None
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                transient = _is_transient(exc)
+                kind = "transient" if transient else "error"
+                metrics.HANDLER_RETRIES.labels(self._service, records[0].topic.name, kind).inc()
+                if not transient:
+                    attempt += 1
+                    if attempt >= max_attempts:
+                        return exc
+                if self._stopping.is_set() and transient:
+                    raise
+                log.warning("handler failed (%s, attempt %s): %s", kind, attempt, exc,
+                            exc_info=not transient)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+
+    async def _process_batch(self, records: list[Record[Any]]) -> None:
+        if not records:
+            return
+        started = time.monotonic()
+        failure = await self._attempt(records, self._settings.max_attempts)
+        if failure is not None and len(records) > 1:
+            for record in records:  # isolate the poison: process one at a time
+                await self._process_batch([record])
+            return
+        if failure is not None:
+            self._dead_letter(records[0], failure)
+        self._done_all(records)
+        metrics.BATCH_SECONDS.labels(self._service).observe(time.monotonic() - started)
+
+    async def _process_one(self, record: Record[Any]) -> None:
+        try:
+            failure = await self._attempt([record], self._settings.max_attempts)
+            if failure is not None:
+                self._dead_letter(record, failure)
+            self._done_all([record])
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._slots.release()
+
+    def _dead_letter(self, record: Record[Any], exc: BaseException) -> None:
+        self._dead.send(
+            topic=self._settings.topic(record.topic.name), partition=record.partition, offset=record.offset,
+            key=record.raw_key, value=record.raw_value, error=f"{type(exc).__name__}: {exc}",
+            reason="handler_failed", attempts=self._settings.max_attempts,
+        )

@@ -1,0 +1,52 @@
+"""Dead-letter sink: messages that cannot be decoded or keep failing go to trawl.dead-letters."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from libs.common import metrics
+from libs.common.kafka.producer import TopicProducer
+from libs.common.topics import DEAD_LETTERS
+from libs.common.wire import messages as pb
+
+log = logging.getLogger(__name__)
+
+
+class DeadLetterSink:
+    def __init__(self, producer: TopicProducer, service: str) -> None:
+        self._producer = producer
+        self._service = service
+        self.count = 0
+
+    def send(
+        self,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        error: str,
+        reason: str,
+        attempts: int,
+    ) -> None:
+        letter = pb.DeadLetter(
+            source_topic=topic,
+            source_partition=partition,
+            source_offset=offset,
+            key=key or b"",
+            value=(value or b"")[: 1024 * 1024],
+            error=error[:4000],
+            service=self._service,
+            failed_at_ms=int(time.time() * 1000),
+            attempts=attempts,
+        )
+        self._producer.send(DEAD_LETTERS, (key or b"").decode("utf-8", "replace"), letter)
+        self.count += 1
+        metrics.DEAD_LETTERS.labels(self._service, topic, reason).inc()
+        log.warning(
+            "dead-lettered %s[%s]@%s: %s",
+            topic, partition, offset, error[:300],
+            extra={"topic": topic, "partition": partition, "offset": offset, "reason": reason},
+        )

@@ -1,0 +1,96 @@
+"""An asyncio-friendly protobuf producer on confluent-kafka.
+
+``send`` enqueues (librdkafka batches and compresses); ``flush`` waits until every message
+sent so far is acknowledged and raises if any was not. Consumers flush before they
+commit their input offsets, so a message is never acknowledged upstream before what it
+caused is durable downstream (at-least-once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from google.protobuf.message import Message
+
+from libs.common.kafka.codec import encode_key
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.topics import Topic
+
+log = logging.getLogger(__name__)
+
+
+class MessageTooLarge(ValueError):
+    pass
+
+
+class DeliveryFailed(RuntimeError):
+    pass
+
+
+class TopicProducer:
+    """Sends protobuf messages to declared topics. Start it, send, flush, stop."""
+
+    def __init__(self, settings: KafkaSettings, client_id: str) -> None:
+        self._settings = settings
+        self._client_id = client_id
+        self._producer: Producer | None = None
+        self._errors: list[str] = []
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{client_id}-producer")
+        self.sent = 0
+
+    async def start(self) -> None:
+        self._producer = Producer(self._settings.producer_config(self._client_id))
+
+    async def stop(self) -> None:
+        if self._producer is not None:
+            try:
+                await self.flush(timeout=30.0)
+            finally:
+                self._producer = None
+                self._executor.shutdown(wait=False)
+
+    def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
+        if err is not None:
+            with self._lock:
+                self._errors.append(str(err))
+
+    def send(self, topic: Topic, key: str, message: Message) -> None:
+        """Enqueues one message; raises MessageTooLarge before it reaches the broker."""
+        if not isinstance(message, topic.message_type):
+            raise TypeError(f"{topic.name} carries {topic.message_type.__name__}, not {type(message).__name__}")
+        self.send_raw(self._settings.topic(topic.name), encode_key(key), message.SerializeToString())
+
+    def send_raw(self, topic_name: str, key: bytes | None, value: bytes) -> None:
+        producer = self._require()
+        if len(value) > self._settings.max_message_bytes:
+            raise MessageTooLarge(f"{len(value)} bytes for {topic_name} exceeds {self._settings.max_message_bytes}")
+        while True:
+            try:
+                producer.produce(topic_name, key=key, value=value, on_delivery=self._on_delivery)
+                self.sent += 1
+                break
+            except BufferError:
+                producer.poll(0.1)  # local queue full: serve delivery reports, then retry
+        producer.poll(0)
+
+    async def flush(self, timeout: float = 60.0) -> None:
+        """Waits until everything sent is acknowledged; raises DeliveryFailed otherwise."""
+        producer = self._require()
+        remaining = await asyncio.get_running_loop().run_in_executor(self._executor, producer.flush, timeout)
+        with self._lock:
+            errors, self._errors = self._errors, []
+        if remaining:
+            raise DeliveryFailed(f"{remaining} message(s) not acknowledged within {timeout}s")
+        if errors:
+            raise DeliveryFailed(f"{len(errors)} message(s) failed: {errors[0]}")
+
+    def _require(self) -> Producer:
+        if self._producer is None:
+            raise KafkaException("producer is not started")
+        return self._producer

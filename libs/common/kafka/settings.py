@@ -1,0 +1,64 @@
+"""Kafka client settings shared by every service."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from libs.common.settings import setting
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    bootstrap: str = setting("TRAWL_KAFKA_BOOTSTRAP", "127.0.0.1:9092", "Kafka bootstrap servers, host:port[,...].")
+    topic_prefix: str = setting(
+        "TRAWL_TOPIC_PREFIX", "", "Prefix of every topic name (lets several crawls share one cluster)."
+    )
+    compression: str = setting("TRAWL_KAFKA_COMPRESSION", "lz4", "Producer compression codec.")
+    linger_ms: int = setting("TRAWL_KAFKA_LINGER_MS", 5, "How long the producer waits to fill a batch.")
+    session_timeout_ms: int = setting(
+        "TRAWL_KAFKA_SESSION_TIMEOUT_MS", 6000, "Consumer group session timeout (a first assignment takes ~half)."
+    )
+    heartbeat_interval_ms: int = setting(
+        "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS", 1500, "Consumer group heartbeat interval."
+    )
+    max_poll_interval_ms: int = setting(
+        "TRAWL_KAFKA_MAX_POLL_INTERVAL_MS", 300000, "Longest gap between polls before the consumer is evicted."
+    )
+    max_message_bytes: int = setting(
+        "TRAWL_KAFKA_MAX_MESSAGE_BYTES",
+        4 * 1024 * 1024,
+        "Largest message a producer sends; checked in the client since not every broker enforces it.",
+    )
+    max_attempts: int = setting(
+        "TRAWL_KAFKA_MAX_ATTEMPTS", 3, "Attempts at processing a message before it is dead-lettered."
+    )
+
+    def topic(self, name: str) -> str:
+        return self.topic_prefix + name
+
+    def producer_config(self, client_id: str) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "client.id": client_id,
+            "compression.type": self.compression,
+            "linger.ms": self.linger_ms,
+            "enable.idempotence": True,
+            "acks": "all",
+            "message.max.bytes": self.max_message_bytes + 64 * 1024,
+        }
+
+    def consumer_config(self, group_id: str, client_id: str) -> dict[str, Any]:
+        return {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": group_id,
+            "client.id": client_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": self.session_timeout_ms,
+            "heartbeat.interval.ms": self.heartbeat_interval_ms,
+            "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),
+            "partition.assignment.strategy": "cooperative-sticky",
+            "fetch.max.bytes": 8 * 1024 * 1024,
+        }

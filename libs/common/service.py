@@ -1,0 +1,120 @@
+"""Service lifecycle: start components in order, drain on SIGTERM, stop them in reverse.
+
+A service's ``main()`` is only::
+
+    def main() -> None:
+        run_service("fetcher", build)
+
+where ``build(env)`` reads settings from ``env`` and returns a :class:`Service` made of
+components with ``async start()`` / ``async stop()``. On SIGTERM or SIGINT: health goes
+NOT_SERVING, components stop in reverse order (consumers stop consuming, finish in-flight
+work, flush and commit), then the gRPC server and the pools close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from libs.common import metrics
+from libs.common.grpc_server import GrpcServer
+from libs.common.logs import configure_logging
+from libs.common.settings import SettingsError, setting
+
+log = logging.getLogger(__name__)
+
+
+class Component(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    log_level: str = setting("TRAWL_LOG_LEVEL", "INFO", "Log level of the service.")
+    metrics_port: int = setting("TRAWL_METRICS_PORT", 0, "Port of the Prometheus /metrics endpoint (0: off).")
+    metrics_host: str = setting("TRAWL_METRICS_HOST", "127.0.0.1", "Address the metrics endpoint binds to.")
+    grpc_address: str = setting(
+        "TRAWL_GRPC_ADDRESS", "127.0.0.1:0", "host:port of the service's gRPC server (health, and its API if any)."
+    )
+    drain_seconds: float = setting(
+        "TRAWL_DRAIN_SECONDS", 20.0, "Longest SIGTERM drain before in-flight work is abandoned (redelivered later)."
+    )
+
+
+class Service:
+    """A named set of components plus a gRPC server; run until stopped."""
+
+    def __init__(self, name: str, grpc_server: GrpcServer, components: Sequence[Component]) -> None:
+        self.name = name
+        self.grpc = grpc_server
+        self.components = list(components)
+        self._stop = asyncio.Event()
+        self._started: list[Component] = []
+
+    async def start(self) -> None:
+        await self.grpc.start()
+        for component in self.components:
+            await component.start()
+            self._started.append(component)
+        metrics.UP.labels(self.name).set(1)
+        log.info("%s started", self.name, extra={"grpc_port": self.grpc.port})
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    async def wait(self) -> None:
+        await self._stop.wait()
+
+    async def stop(self) -> None:
+        metrics.UP.labels(self.name).set(0)
+        await self.grpc.set_serving(False)
+        for component in reversed(self._started):
+            try:
+                await component.stop()
+            except Exception:
+                log.exception("stopping %s failed", type(component).__name__)
+        self._started.clear()
+        await self.grpc.stop()
+        log.info("%s stopped", self.name)
+
+
+Builder = Callable[[Mapping[str, str]], Awaitable[Service]]
+
+
+async def _serve(build: Builder, env: Mapping[str, str]) -> None:
+    service = await build(env)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, service.request_stop)
+    try:
+        await service.start()
+        await service.wait()
+    finally:
+        await service.stop()
+
+
+def run_service(name: str, build: Builder, env: Mapping[str, str] | None = None) -> None:
+    """Entry point of every service process."""
+    env = dict(os.environ if env is None else env)
+    from libs.common.settings import load_settings
+
+    try:
+        runtime = load_settings(RuntimeSettings, env)
+    except SettingsError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
+    configure_logging(name, runtime.log_level)
+    metrics.start_metrics_server(runtime.metrics_port, runtime.metrics_host)
+    try:
+        asyncio.run(_serve(build, env))
+    except SettingsError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc

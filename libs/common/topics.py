@@ -1,0 +1,112 @@
+"""Every topic of Trawl, declared once: name, message type, key and partitioning contract.
+
+Keys are plain UTF-8 strings (host names, URL fingerprints) so that operators can read
+them in the topic tools. The partition of a message is decided by Kafka's default
+partitioner on that key, so "keyed by host" means one partition, hence one consumer in
+a group, sees every message of a host.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from google.protobuf.message import Message
+
+from libs.common.wire import messages as pb
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    message_type: type[Message]
+    key: str
+    why: str
+    partitions: int = 12
+
+
+FETCH_REQUESTS = Topic(
+    "trawl.fetch-requests",
+    pb.FetchRequest,
+    key="host",
+    why=(
+        "Keyed by host so that one fetcher instance owns a host at a time and alone keeps its "
+        "politeness clock (Mercator's back-queue invariant, carried by partition ownership)."
+    ),
+)
+FETCH_RESULTS = Topic(
+    "trawl.fetch-results",
+    pb.FetchResult,
+    key="host",
+    why="Keyed by host so that a site's pages reach one extractor in fetch order.",
+)
+FETCH_OUTCOMES = Topic(
+    "trawl.fetch-outcomes",
+    pb.FetchOutcome,
+    key="host",
+    why=(
+        "Keyed by host, like fetch requests, so that the scheduler partition that owns a host "
+        "releases its in-flight slot and the linkbase records its history in order."
+    ),
+)
+DOCUMENTS = Topic(
+    "trawl.documents",
+    pb.Document,
+    key="content fingerprint",
+    why=(
+        "Keyed by content fingerprint so that every copy of the same content reaches the same "
+        "dedup instance, which alone decides which copy came first."
+    ),
+)
+PAGE_LINKS = Topic(
+    "trawl.page-links",
+    pb.PageLinks,
+    key="URL fingerprint of the page",
+    why=(
+        "Keyed by the page's URL fingerprint so that the importance state of a page is updated "
+        "by one consumer and crawls of a page stay in order."
+    ),
+)
+DUPLICATE_VERDICTS = Topic(
+    "trawl.duplicate-verdicts",
+    pb.DuplicateVerdict,
+    key="URL fingerprint",
+    why="Keyed by URL fingerprint so that verdicts about one page are applied in order.",
+)
+DISCOVERED_URLS = Topic(
+    "trawl.discovered-urls",
+    pb.DiscoveredUrl,
+    key="host",
+    why="Keyed by host so that the scheduler partition that owns a host admits its new URLs.",
+)
+IMPORTANCE_UPDATES = Topic(
+    "trawl.importance-updates",
+    pb.ImportanceUpdate,
+    key="host",
+    why="Keyed by host so that the scheduler partition that owns a host receives its priorities.",
+)
+DEAD_LETTERS = Topic(
+    "trawl.dead-letters",
+    pb.DeadLetter,
+    key="original key",
+    why="Keeps the failing message's own key so that operators can find it by URL or host.",
+    partitions=1,
+)
+
+ALL_TOPICS: tuple[Topic, ...] = (
+    FETCH_REQUESTS,
+    FETCH_RESULTS,
+    FETCH_OUTCOMES,
+    DOCUMENTS,
+    PAGE_LINKS,
+    DUPLICATE_VERDICTS,
+    DISCOVERED_URLS,
+    IMPORTANCE_UPDATES,
+    DEAD_LETTERS,
+)
+
+BY_NAME: dict[str, Topic] = {t.name: t for t in ALL_TOPICS}
+
+
+def topic_named(name: str, prefix: str = "") -> Topic:
+    """The declared topic whose name (after stripping ``prefix``) is ``name``."""
+    return BY_NAME[name.removeprefix(prefix)]

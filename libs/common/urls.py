@@ -1,0 +1,405 @@
+"""URL normalisation, host keys and URL fingerprints shared by every service.
+
+Every URL that enters the system (seeds, extracted links, redirect targets,
+sitemap entries) goes through :func:`normalize_url`, so that two spellings of
+the same resource (RFC 3986 section 6 equivalence plus a few crawler rules)
+become one string, one fingerprint and one row in the link base.
+
+The rules, in the order they are applied:
+
+1. Leading/trailing C0 controls and spaces are stripped and tabs/newlines
+   removed anywhere (as browsers do); backslashes before the query become
+   slashes for http(s) URLs (as browsers do).
+2. The reference is resolved against ``base`` (RFC 3986 section 5).
+3. Scheme and host are lowercased; internationalised hosts are IDNA-encoded
+   (UTS 46, non-transitional, as browsers do); a trailing dot on the host is
+   removed; IP literals are written in their canonical form; the default
+   port is dropped.
+4. Percent-encoding is normalised: escapes of unreserved characters are
+   decoded, other escapes get uppercase hex, characters that may not appear
+   literally (controls, space, non-ASCII, ``"<>\\^`{|}``) are UTF-8 encoded
+   and escaped, reserved characters are kept as they are.
+5. Dot segments are removed; an empty path becomes ``/``. The path's case and
+   trailing slashes are kept.
+6. The fragment is dropped; tracking and session parameters are removed from
+   the query (and from ``;name=value`` path parameters); empty query pieces
+   and an empty query are dropped; the query is optionally sorted by name.
+
+User information (``user:pass@``) is kept, percent-normalised like the path.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import idna
+import mmh3
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "InvalidUrl",
+    "UrlPolicy",
+    "normalize_url",
+    "registered_domain",
+    "url_fingerprint",
+    "url_host",
+    "url_key",
+]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_TAB_NEWLINE_RE = re.compile(r"[\t\n\r]")
+_C0_AND_SPACE = "".join(chr(i) for i in range(0x21))
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_RESERVED = frozenset(":/?#[]@!$&'()*+,;=")
+_KEEP = _UNRESERVED | _RESERVED
+_HEX = frozenset("0123456789abcdefABCDEF")
+_HOST_LABEL_RE = re.compile(r"[a-z0-9_](?:[a-z0-9_\-]{0,61}[a-z0-9_])?")
+_PORT_RE = re.compile(r"[0-9]{1,5}")
+# Work on an input at most this many times longer than the policy's limit:
+# enough for whitespace and removable parameters, small enough to stay cheap.
+_RAW_LENGTH_FACTOR = 4
+_MAX_REASON_SCHEME = 32
+
+
+class InvalidUrl(ValueError):
+    """A URL that cannot be crawled; ``reason`` is a short, stable code for metrics and storage.
+
+    Codes: ``empty``, ``too_long``, ``malformed``, ``no_scheme`` (relative
+    reference without a base), ``unsupported_scheme:<scheme>``, ``no_host``,
+    ``bad_host``, ``bad_idn``, ``bad_port``.
+    """
+
+    def __init__(self, reason: str, url: str = "") -> None:
+        super().__init__(f"{reason}: {url[:200]!r}" if url else reason)
+        self.reason = reason
+        self.url = url
+
+
+@dataclass(frozen=True)
+class UrlPolicy:
+    """The configurable part of normalisation.
+
+    ``strip_params`` are query (and path) parameter names removed from every
+    URL, compared case-insensitively; a name ending in ``*`` is a prefix.
+    """
+
+    strip_params: tuple[str, ...] = (
+        "utm_*",
+        "fbclid",
+        "gclid",
+        "msclkid",
+        "sessionid",
+        "phpsessid",
+        "jsessionid",
+        "sid",
+    )
+    sort_query: bool = False
+    max_length: int = 2048
+    allowed_schemes: tuple[str, ...] = ("http", "https")
+
+    def strips(self, name: str) -> bool:
+        """Whether the (percent-decoded) parameter ``name`` is removed by this policy."""
+        return _param_matcher(self.strip_params)(name)
+
+
+DEFAULT_POLICY = UrlPolicy()
+
+
+@functools.lru_cache(maxsize=64)
+def _param_matcher(patterns: tuple[str, ...]) -> Any:
+    exact = frozenset(p.lower() for p in patterns if not p.endswith("*"))
+    prefixes = tuple(p[:-1].lower() for p in patterns if p.endswith("*"))
+
+    def matches(name: str) -> bool:
+        lowered = name.lower()
+        return lowered in exact or (bool(prefixes) and lowered.startswith(prefixes))
+
+    return matches
+
+
+def _clean(raw: str) -> str:
+    """Strip what browsers strip: outer C0 controls and spaces, inner tabs and newlines."""
+    return _TAB_NEWLINE_RE.sub("", raw.strip(_C0_AND_SPACE))
+
+
+def _fix_backslashes(url: str) -> str:
+    """Browsers read ``\\`` as ``/`` before the query in http(s) and relative URLs."""
+    if "\\" not in url:
+        return url
+    match = _SCHEME_RE.match(url)
+    if match and match.group(0)[:-1].lower() not in _DEFAULT_PORTS:
+        return url
+    cut = len(url)
+    for stop in ("?", "#"):
+        pos = url.find(stop)
+        if pos != -1:
+            cut = min(cut, pos)
+    return url[:cut].replace("\\", "/") + url[cut:]
+
+
+def _normalize_escapes(component: str) -> str:
+    """Normalise percent-encoding in one path, query or userinfo component."""
+    out: list[str] = []
+    i = 0
+    n = len(component)
+    while i < n:
+        ch = component[i]
+        if ch == "%":
+            if i + 2 < n + 0 and component[i + 1] in _HEX and component[i + 2] in _HEX:
+                decoded = chr(int(component[i + 1 : i + 3], 16))
+                out.append(decoded if decoded in _UNRESERVED else "%" + component[i + 1 : i + 3].upper())
+                i += 3
+                continue
+            out.append("%25")
+        elif ch in _KEEP:
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+        i += 1
+    return "".join(out)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, for an absolute path."""
+    if "." not in path:
+        return path
+    segments = path.split("/")
+    output: list[str] = []
+    for seg in segments[1:]:
+        if seg == ".":
+            continue
+        if seg == "..":
+            if output:
+                output.pop()
+            continue
+        output.append(seg)
+    # A trailing "." or ".." leaves a directory: keep the final slash.
+    if segments[-1] in (".", ".."):
+        output.append("")
+    return "/" + "/".join(output)
+
+
+def _strip_path_params(path: str, policy: UrlPolicy) -> str:
+    """Remove ``;jsessionid=...``-style path parameters named in the policy."""
+    if ";" not in path:
+        return path
+    segments = []
+    for segment in path.split("/"):
+        if ";" in segment:
+            head, *params = segment.split(";")
+            kept = [p for p in params if not policy.strips(_unescape_name(p.split("=", 1)[0]))]
+            segment = ";".join([head, *kept])
+        segments.append(segment)
+    return "/".join(segments)
+
+
+def _unescape_name(name: str) -> str:
+    """Decode the escapes of a parameter name, enough to compare it with the policy."""
+    if "%" not in name:
+        return name
+    try:
+        return bytes.fromhex(name.replace("%", "")).decode() if False else _percent_decode(name)
+    except ValueError:
+        return name
+
+
+def _percent_decode(text: str) -> str:
+    raw = bytearray()
+    i = 0
+    while i < len(text):
+        if text[i] == "%" and i + 2 < len(text) + 0 and text[i + 1] in _HEX and text[i + 2] in _HEX:
+            raw.append(int(text[i + 1 : i + 3], 16))
+            i += 3
+        else:
+            raw.extend(text[i].encode("utf-8", "surrogatepass"))
+            i += 1
+    return raw.decode("utf-8", "replace")
+
+
+def _normalize_query(query: str, policy: UrlPolicy) -> str:
+    pieces = [p for p in query.split("&") if p]
+    pieces = [p for p in pieces if not policy.strips(_unescape_name(p.split("=", 1)[0]))]
+    if policy.sort_query:
+        pieces.sort(key=lambda p: p.split("=", 1)[0])
+    return "&".join(pieces)
+
+
+def _normalize_host(host: str, url: str) -> str:
+    """Lowercase, IDNA-encode and validate a host (without port); IPv6 comes with brackets."""
+    if host.startswith("["):
+        if not host.endswith("]"):
+            raise InvalidUrl("malformed", url)
+        try:
+            return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
+        except ValueError:
+            raise InvalidUrl("bad_host", url) from None
+    if "%" in host:
+        host = _percent_decode(host)
+    host = host.rstrip(".")
+    if not host:
+        raise InvalidUrl("no_host", url)
+    if not host.isascii():
+        try:
+            host = idna.encode(host, uts46=True, transitional=False, std3_rules=False).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
+            raise InvalidUrl("bad_idn", url) from None
+        host = host.rstrip(".")
+    else:
+        host = host.lower()
+    if len(host) > 253:
+        raise InvalidUrl("bad_host", url)
+    labels = host.split(".")
+    for label in labels:
+        if not _HOST_LABEL_RE.fullmatch(label):
+            raise InvalidUrl("bad_host", url)
+        if label.startswith("xn--"):
+            try:
+                label[4:].encode("ascii").decode("punycode")
+            except (UnicodeError, ValueError):
+                raise InvalidUrl("bad_idn", url) from None
+    if len(labels) == 4 and all(label.isdigit() for label in labels):
+        try:
+            host = str(ipaddress.IPv4Address(host))
+        except ValueError:
+            raise InvalidUrl("bad_host", url) from None
+    return host
+
+
+def _split_authority(netloc: str, url: str) -> tuple[str, str, str]:
+    """Split ``[userinfo@]host[:port]`` into its three parts (port may be empty)."""
+    userinfo, _, hostport = netloc.rpartition("@")
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end == -1:
+            raise InvalidUrl("malformed", url)
+        host, rest = hostport[: end + 1], hostport[end + 1 :]
+        if rest and not rest.startswith(":"):
+            raise InvalidUrl("malformed", url)
+        return userinfo, host, rest[1:]
+    host, _, port = hostport.partition(":")
+    return userinfo, host, port
+
+
+def normalize_url(url: str, base: str | None = None, policy: UrlPolicy = DEFAULT_POLICY) -> str:
+    """Resolve ``url`` against ``base`` and return its normal form (see the module docstring).
+
+    Raises :class:`InvalidUrl` (and nothing else) when the result cannot be
+    crawled: unsupported scheme, no host, bad port, invalid IDN, too long.
+    """
+    cleaned = _clean(url)
+    if not cleaned and not base:
+        raise InvalidUrl("empty", url)
+    if len(cleaned) > policy.max_length * _RAW_LENGTH_FACTOR:
+        raise InvalidUrl("too_long", url)
+    cleaned = _fix_backslashes(cleaned)
+    try:
+        if base is not None:
+            cleaned = urljoin(_fix_backslashes(_clean(base)), cleaned)
+        parts = urlsplit(cleaned)
+    except ValueError:
+        raise InvalidUrl("malformed", url) from None
+    scheme = parts.scheme.lower()
+    if not scheme:
+        raise InvalidUrl("empty" if not cleaned else "no_scheme", url)
+    if scheme not in policy.allowed_schemes:
+        raise InvalidUrl(f"unsupported_scheme:{scheme[:_MAX_REASON_SCHEME]}", url)
+    if not parts.netloc:
+        raise InvalidUrl("no_host", url)
+
+    userinfo, host, port = _split_authority(parts.netloc, url)
+    host = _normalize_host(host, url)
+    netloc = host
+    if port:
+        if not _PORT_RE.fullmatch(port):
+            raise InvalidUrl("bad_port", url)
+        port_number = int(port)
+        if not 0 < port_number <= 65535:
+            raise InvalidUrl("bad_port", url)
+        if port_number != _DEFAULT_PORTS.get(scheme):
+            netloc = f"{host}:{port_number}"
+    if userinfo:
+        netloc = f"{_normalize_escapes(userinfo)}@{netloc}"
+
+    path = _remove_dot_segments(_normalize_escapes(parts.path or "/"))
+    if not path.startswith("/"):
+        path = "/" + path
+    path = _strip_path_params(path, policy)
+    query = _normalize_query(_normalize_escapes(parts.query), policy) if parts.query else ""
+
+    result = f"{scheme}://{netloc}{path}"
+    if query:
+        result = f"{result}?{query}"
+    if len(result) > policy.max_length:
+        raise InvalidUrl("too_long", url)
+    return result
+
+
+def _host_of_normalized(normalized: str) -> str:
+    """The host of an already normalised URL (IPv6 without brackets)."""
+    authority = normalized.split("://", 1)[1].split("/", 1)[0]
+    hostport = authority.rpartition("@")[2]
+    if hostport.startswith("["):
+        return hostport[1 : hostport.index("]")]
+    return hostport.partition(":")[0]
+
+
+def url_host(url: str) -> str:
+    """The normalised host of ``url``, without port (IPv6 addresses without brackets).
+
+    Raises :class:`InvalidUrl` like :func:`normalize_url`.
+    """
+    return _host_of_normalized(normalize_url(url))
+
+
+def url_fingerprint(url: str) -> int:
+    """Signed 64-bit fingerprint of the normalised URL (first half of MurmurHash3 x64 128)."""
+    first: int = mmh3.hash64(normalize_url(url).encode("utf-8"), 0, True, True)[0]
+    return first
+
+
+def url_key(url: str) -> str:
+    """The URL fingerprint as 16 lowercase hex digits (unsigned): the Kafka key of URL-keyed topics."""
+    return f"{url_fingerprint(url) & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+@functools.lru_cache(maxsize=1)
+def _tld_extractor() -> Any:
+    import tldextract  # imported lazily: building the suffix trie takes a moment
+
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True)
+
+
+@functools.lru_cache(maxsize=65536)
+def registered_domain(host: str) -> str:
+    """The registrable domain ("eTLD+1") of ``host``, from the bundled public suffix list.
+
+    Private suffixes count (``alice.github.io`` and ``bob.github.io`` are two
+    sites). When the suffix is unknown (``.test``, ``localhost``) the last two
+    labels are used; an IP address or single label is its own domain; a host
+    that is itself a public suffix is returned as is.
+    """
+    host = host.strip().rstrip(".").lower()
+    if host.startswith("[") and host.endswith("]"):
+        return host
+    if not host or "." not in host or ":" in host:
+        return host
+    try:
+        ipaddress.IPv4Address(host)
+        return host
+    except ValueError:
+        pass
+    parts = _tld_extractor().extract_str(host)
+    if parts.suffix and parts.domain:
+        return f"{parts.domain}.{parts.suffix}"
+    if parts.suffix:
+        return host
+    return ".".join(host.split(".")[-2:])
