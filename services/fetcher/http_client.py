@@ -1,0 +1,311 @@
+"""The fetcher's HTTP client: bounded GETs that never raise for network problems.
+
+:class:`HttpFetcher` owns one :class:`aiohttp.ClientSession`. It follows
+redirects itself so that every hop can be checked (robots.txt) before it is
+requested, reads bodies in chunks up to a byte cap (decoded bytes, so
+compressed bombs stay bounded too), and turns every network or protocol
+failure into an :class:`~services.fetcher.http_response.HttpResponse` with
+``status == 0`` and an ``error`` code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
+
+import aiohttp
+from yarl import URL
+
+from services.fetcher.clock import Clock, SystemClock
+from services.fetcher.host_resolver import StaticHostResolver, validate_host_map
+from services.fetcher.http_response import (
+    ERROR_CONNECT_TIMEOUT,
+    ERROR_DISALLOWED_REDIRECT,
+    ERROR_INVALID_REDIRECT,
+    ERROR_INVALID_URL,
+    ERROR_REDIRECT_LOOP,
+    ERROR_TIMEOUT,
+    ERROR_TOO_MANY_REDIRECTS,
+    HttpResponse,
+    media_type,
+    parse_retry_after,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DEFAULT_ACCEPT_TYPES", "AllowFn", "HttpFetcher", "is_fetchable_url"]
+
+DEFAULT_ACCEPT_TYPES: tuple[str, ...] = (
+    "text/html",
+    "application/xhtml+xml",
+    "text/plain",
+    "application/xml",
+    "text/xml",
+)
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+_ACCEPT_HEADER = "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.5"
+_MAX_DETAIL = 200
+
+AllowFn = Callable[[str], Awaitable[bool]]
+"""Asked before each redirect hop is requested; False stops the fetch."""
+
+
+def is_fetchable_url(url: URL) -> bool:
+    """Whether ``url`` is an absolute http(s) URL with a host."""
+    return url.scheme in ("http", "https") and bool(url.raw_host)
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """One request/response exchange, before redirect handling."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    truncated: bool
+    content_type: str
+    retry_after: float | None
+
+
+class HttpFetcher:
+    """GETs URLs with bounded time and memory, through an optional proxy and static host map.
+
+    ``proxy`` is an HTTP proxy URL every request goes through (https targets
+    are tunnelled with CONNECT). ``host_map`` pins host names to addresses
+    (like /etc/hosts); other hosts use the system resolver. ``accept_types``
+    lists the media types whose bodies are kept (``type/*`` and ``*/*``
+    patterns allowed); for others only status and headers are returned. A
+    response without a Content-Type keeps its body. ``connect_timeout``
+    bounds each TCP connect; ``total_timeout`` bounds all requests of one
+    :meth:`fetch`, redirects and body included (time spent in the ``allow``
+    callback is not counted).
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        connect_timeout: float,
+        total_timeout: float,
+        max_body_bytes: int,
+        max_redirects: int,
+        proxy: str | None = None,
+        host_map: Mapping[str, str] | None = None,
+        accept_types: Collection[str] = DEFAULT_ACCEPT_TYPES,
+        connection_limit: int = 100,
+        connection_limit_per_host: int = 0,
+        chunk_size: int = 64 * 1024,
+        clock: Clock | None = None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        if max_body_bytes < 0 or max_redirects < 0 or chunk_size <= 0:
+            raise ValueError("max_body_bytes, max_redirects must be >= 0 and chunk_size > 0")
+        self._user_agent = user_agent
+        self._connect_timeout = connect_timeout
+        self._total_timeout = total_timeout
+        self._max_body_bytes = max_body_bytes
+        self._max_redirects = max_redirects
+        self._proxy = URL(proxy) if proxy else None
+        self._host_map = dict(host_map or {})
+        self._accept_exact = frozenset(t.lower() for t in accept_types if not t.endswith("/*"))
+        self._accept_prefixes = tuple(t.lower()[:-1] for t in accept_types if t.endswith("/*"))
+        self._connection_limit = connection_limit
+        self._connection_limit_per_host = connection_limit_per_host
+        self._chunk_size = chunk_size
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._wall_clock = wall_clock
+        self._session: aiohttp.ClientSession | None = None
+        validate_host_map(self._host_map)
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The cap on decoded body bytes kept per response."""
+        return self._max_body_bytes
+
+    async def start(self) -> None:
+        """Open the connection pool."""
+        if self._session is not None:
+            return
+        connector = aiohttp.TCPConnector(
+            limit=self._connection_limit,
+            limit_per_host=self._connection_limit_per_host,
+            resolver=StaticHostResolver(self._host_map),
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            headers={"User-Agent": self._user_agent, "Accept": _ACCEPT_HEADER},
+            trust_env=False,
+            auto_decompress=True,
+        )
+
+    async def stop(self) -> None:
+        """Close the connection pool; in-flight fetches fail with a connection error."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def accepts(self, content_type: str) -> bool:
+        """Whether a body of media type ``content_type`` is kept (``""`` counts as accepted)."""
+        if not content_type or content_type in self._accept_exact:
+            return True
+        return any(p == "*/" or content_type.startswith(p) for p in self._accept_prefixes)
+
+    async def fetch(
+        self,
+        url: str,
+        *,
+        allow: AllowFn | None = None,
+        max_redirects: int | None = None,
+        accept_all_types: bool = False,
+    ) -> HttpResponse:
+        """GET ``url``, following up to ``max_redirects`` redirects (default: the client's).
+
+        ``allow`` is awaited with every redirect target before it is
+        requested; when it returns False the fetch stops with error
+        ``disallowed_redirect:<target>``. Never raises for network, protocol
+        or URL problems (exceptions from ``allow`` propagate).
+        """
+        if self._session is None:
+            raise RuntimeError("HttpFetcher.start() has not been called")
+        limit = self._max_redirects if max_redirects is None else max_redirects
+        try:
+            current = URL(url).with_fragment(None)
+        except (ValueError, TypeError):
+            return _failure(url, url, ERROR_INVALID_URL, [], 0.0)
+        if not is_fetchable_url(current):
+            return _failure(url, url, ERROR_INVALID_URL, [], 0.0)
+        chain: list[str] = []
+        visited = {str(current)}
+        budget = self._total_timeout
+        elapsed = 0.0
+        loop = asyncio.get_running_loop()
+        while True:
+            started, real_started = self._clock.now(), loop.time()
+            hop_or_error = await self._request(self._session, current, budget, accept_all_types)
+            elapsed += self._clock.now() - started
+            budget -= loop.time() - real_started
+            if isinstance(hop_or_error, str):
+                return _failure(url, str(current), hop_or_error, chain, elapsed)
+            hop = hop_or_error
+            location = _header(hop.headers, "location")
+            if hop.status not in REDIRECT_STATUSES or location is None:
+                return HttpResponse(
+                    url=url,
+                    final_url=str(current),
+                    status=hop.status,
+                    headers=hop.headers,
+                    body=hop.body,
+                    truncated=hop.truncated,
+                    elapsed=elapsed,
+                    redirect_chain=chain,
+                    content_type=hop.content_type,
+                    retry_after=hop.retry_after,
+                )
+            chain.append(str(current))
+            try:
+                target = current.join(URL(location.strip())).with_fragment(None)
+            except (ValueError, TypeError):
+                target = None
+            if target is None or not is_fetchable_url(target):
+                detail = _clip(location)
+                return _failure(url, str(current), f"{ERROR_INVALID_REDIRECT}:{detail}", chain, elapsed)
+            if str(target) in visited:
+                return _failure(url, str(current), ERROR_REDIRECT_LOOP, chain, elapsed)
+            if len(chain) > limit:
+                return _failure(url, str(current), ERROR_TOO_MANY_REDIRECTS, chain, elapsed)
+            if allow is not None and not await allow(str(target)):
+                error = f"{ERROR_DISALLOWED_REDIRECT}:{target}"
+                return _failure(url, str(current), error, chain, elapsed)
+            visited.add(str(target))
+            current = target
+
+    async def _request(
+        self, session: aiohttp.ClientSession, url: URL, budget: float, accept_all: bool
+    ) -> _Hop | str:
+        """One GET of ``url`` within ``budget`` seconds: a hop, or an error code."""
+        if budget <= 0:
+            return ERROR_TIMEOUT
+        try:
+            async with (
+                asyncio.timeout(budget),
+                session.get(url, allow_redirects=False, proxy=self._proxy) as response,
+            ):
+                return await self._read(response, accept_all)
+        except aiohttp.ConnectionTimeoutError:
+            return ERROR_CONNECT_TIMEOUT
+        except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError) as exc:
+            return f"proxy_error:{_describe(exc)}"
+        except aiohttp.ClientConnectorDNSError as exc:
+            return f"dns_error:{_describe(exc)}"
+        except aiohttp.ClientSSLError as exc:
+            return f"connect_error:tls:{_describe(exc)}"
+        except aiohttp.ClientConnectorError as exc:
+            return f"connect_error:{_describe(exc)}"
+        except TimeoutError:  # asyncio.timeout, or a socket read timeout inside aiohttp
+            return ERROR_TIMEOUT
+        except aiohttp.InvalidURL:
+            return ERROR_INVALID_URL
+        except aiohttp.ClientPayloadError as exc:
+            return f"payload_error:{_describe(exc)}"
+        except aiohttp.ClientResponseError as exc:
+            return f"protocol_error:{_describe(exc)}"
+        except (aiohttp.ClientConnectionError, OSError) as exc:
+            return f"connect_error:{_describe(exc)}"
+        except (aiohttp.ClientError, ValueError) as exc:
+            logger.debug("request to %s failed", url, exc_info=True)
+            return f"client_error:{_describe(exc)}"
+
+    async def _read(self, response: aiohttp.ClientResponse, accept_all: bool) -> _Hop:
+        headers = [(str(k), str(v)) for k, v in response.headers.items()]
+        content_type = media_type(response.headers.get("Content-Type"))
+        retry_after = parse_retry_after(
+            response.headers.get("Retry-After"), response.headers.get("Date"), self._wall_clock()
+        )
+        body = b""
+        truncated = False
+        wants_body = response.status not in REDIRECT_STATUSES or "Location" not in response.headers
+        if wants_body and (accept_all or self.accepts(content_type)):
+            body, truncated = await self._read_capped(response)
+        if truncated or not response.content.at_eof():
+            response.close()  # drop the connection instead of draining an unread body
+        return _Hop(response.status, headers, body, truncated, content_type, retry_after)
+
+    async def _read_capped(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
+        """Read at most ``max_body_bytes`` decoded bytes; True if more were available."""
+        cap = self._max_body_bytes
+        buffer = bytearray()
+        while True:
+            chunk = await response.content.read(min(self._chunk_size, cap + 1 - len(buffer)))
+            if not chunk:
+                return bytes(buffer), False
+            buffer += chunk
+            if len(buffer) > cap:
+                del buffer[cap:]
+                return bytes(buffer), True
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return _clip(text)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
+
+
+def _failure(url: str, final_url: str, error: str, chain: list[str], elapsed: float) -> HttpResponse:
+    return HttpResponse(
+        url=url, final_url=final_url, status=0, error=error, redirect_chain=list(chain), elapsed=elapsed
+    )

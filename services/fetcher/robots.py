@@ -1,0 +1,291 @@
+"""robots.txt per origin (RFC 9309), fetched once per host at a time and cached.
+
+Outcomes of fetching ``<origin>/robots.txt`` (after up to five redirects):
+
+* 2xx: the file is parsed with protego (the first ``max_bytes`` are used,
+  cut at the last complete line, as RFC 9309 section 2.5 allows);
+* 4xx except 429, too many redirects, a redirect loop or a bad redirect
+  target: the file is "unavailable", everything is allowed;
+* 5xx, 429 or no answer at all: the file is "unreachable", everything is
+  disallowed, and that verdict lasts only ``error_ttl`` seconds.
+
+Parsed and allow-all verdicts last ``ttl`` seconds. The cache is keyed by
+origin (``scheme://host[:port]``) and bounded, least recently used first out.
+Concurrent callers asking about the same origin share one fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from protego import Protego
+from yarl import URL
+
+from services.fetcher.clock import Clock
+from services.fetcher.http_response import (
+    ERROR_INVALID_REDIRECT,
+    ERROR_REDIRECT_LOOP,
+    ERROR_TOO_MANY_REDIRECTS,
+    HttpResponse,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["FetchFn", "RobotsCache", "RobotsPolicy", "RobotsStats", "origin_of"]
+
+FetchFn = Callable[[str], Awaitable[HttpResponse]]
+"""Fetches one URL (following redirects) and never raises for network problems."""
+
+PolicyKind = Literal["rules", "allow_all", "disallow_all"]
+
+# Redirect failures mean "unavailable" (RFC 9309 section 2.3.1.2), not "unreachable".
+_UNAVAILABLE_ERRORS = frozenset({ERROR_TOO_MANY_REDIRECTS, ERROR_REDIRECT_LOOP, ERROR_INVALID_REDIRECT})
+
+
+def origin_of(url_or_origin: str) -> str:
+    """``scheme://host[:port]`` of an http(s) URL (default ports dropped); ValueError otherwise."""
+    try:
+        url = URL(url_or_origin)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a URL: {url_or_origin!r}") from exc
+    if url.scheme not in ("http", "https") or not url.raw_host:
+        raise ValueError(f"not an absolute http(s) URL: {url_or_origin!r}")
+    return str(url.origin())
+
+
+@dataclass(frozen=True)
+class RobotsPolicy:
+    """What one origin's robots.txt says about our user agent, and until when it holds."""
+
+    origin: str
+    kind: PolicyKind
+    fetched_at: float
+    expires_at: float
+    user_agent_token: str
+    status: int = 0
+    error: str = ""
+    truncated: bool = False
+    parser: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def temporary(self) -> bool:
+        """True for a disallow-all caused by an error: retrying later may succeed."""
+        return self.kind == "disallow_all"
+
+    def allowed(self, url: str) -> bool:
+        """Whether ``url`` (on this origin) may be fetched."""
+        if self.kind == "allow_all":
+            return True
+        if self.kind == "disallow_all":
+            return False
+        return bool(self.parser.can_fetch(url, self.user_agent_token))
+
+    @property
+    def crawl_delay(self) -> float | None:
+        """Seconds between requests asked for by Crawl-delay or Request-rate (the larger), if any."""
+        if self.parser is None:
+            return None
+        delays: list[float] = []
+        crawl_delay = self.parser.crawl_delay(self.user_agent_token)
+        if crawl_delay is not None:
+            delays.append(float(crawl_delay))
+        rate = self.parser.request_rate(self.user_agent_token)
+        if rate is not None and rate.requests:
+            delays.append(float(rate.seconds) / float(rate.requests))
+        return max(delays) if delays else None
+
+    @property
+    def sitemaps(self) -> list[str]:
+        """Sitemap URLs listed in the file."""
+        if self.parser is None:
+            return []
+        return [str(s) for s in self.parser.sitemaps]
+
+
+@dataclass
+class RobotsStats:
+    """Counters of the cache's work, for metrics."""
+
+    lookups: int = 0
+    cache_hits: int = 0
+    coalesced: int = 0
+    fetches: int = 0
+    parsed: int = 0
+    allow_all: int = 0
+    disallow_all: int = 0
+    truncated: int = 0
+    fetch_exceptions: int = 0
+    evictions: int = 0
+
+
+class RobotsCache:
+    """robots.txt verdicts per origin: fetched through ``fetch``, cached, shared between callers.
+
+    ``fetch`` should follow up to five redirects, keep bodies of any content
+    type, and respect the host's politeness. Exceptions it raises (for
+    example a politeness refusal) reach every caller waiting on that fetch
+    and nothing is cached.
+    """
+
+    def __init__(
+        self,
+        fetch: FetchFn,
+        *,
+        user_agent_token: str,
+        clock: Clock,
+        ttl: float = 86_400.0,
+        error_ttl: float = 600.0,
+        max_bytes: int = 500 * 1024,
+        max_entries: int = 100_000,
+    ) -> None:
+        if max_entries <= 0 or max_bytes <= 0:
+            raise ValueError("max_entries and max_bytes must be positive")
+        self._fetch = fetch
+        self._token = user_agent_token
+        self._clock = clock
+        self._ttl = ttl
+        self._error_ttl = error_ttl
+        self._max_bytes = max_bytes
+        self._max_entries = max_entries
+        self._cache: OrderedDict[str, RobotsPolicy] = OrderedDict()
+        self._pending: dict[str, asyncio.Task[RobotsPolicy]] = {}
+        self.stats = RobotsStats()
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def cached_policy(self, origin: str) -> RobotsPolicy | None:
+        """The unexpired cached policy of ``origin``, or None (expired entries are dropped)."""
+        policy = self._cache.get(origin)
+        if policy is None:
+            return None
+        if self._clock.now() >= policy.expires_at:
+            del self._cache[origin]
+            return None
+        self._cache.move_to_end(origin)
+        return policy
+
+    async def policy(self, origin: str, *, direct_fetch: FetchFn | None = None) -> RobotsPolicy:
+        """The policy of ``origin`` (``scheme://host[:port]``), fetching robots.txt if needed.
+
+        With ``direct_fetch``, a missing policy is loaded with it right away
+        instead of joining a fetch already under way; a caller that holds a
+        politeness slot uses this, since the shared fetch may be waiting for
+        that very slot.
+        """
+        origin = origin_of(origin)
+        self.stats.lookups += 1
+        cached = self.cached_policy(origin)
+        if cached is not None:
+            self.stats.cache_hits += 1
+            return cached
+        if direct_fetch is not None:
+            return await self._load(origin, direct_fetch)
+        task = self._pending.get(origin)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._load(origin, self._fetch))
+            self._pending[origin] = task
+            task.add_done_callback(self._make_done_callback(origin))
+        else:
+            self.stats.coalesced += 1
+        return await asyncio.shield(task)
+
+    async def allowed(self, url: str) -> bool:
+        """Whether ``url`` may be fetched; False for URLs that are not absolute http(s)."""
+        try:
+            origin = origin_of(url)
+        except ValueError:
+            return False
+        return (await self.policy(origin)).allowed(url)
+
+    async def crawl_delay(self, url_or_origin: str) -> float | None:
+        """The crawl delay robots.txt asks of us for the origin of ``url_or_origin``, if any."""
+        return (await self.policy(origin_of(url_or_origin))).crawl_delay
+
+    async def sitemaps(self, origin: str) -> list[str]:
+        """Sitemap URLs listed in the robots.txt of ``origin``."""
+        return (await self.policy(origin)).sitemaps
+
+    def invalidate(self, origin: str) -> None:
+        """Forget the cached policy of ``origin``."""
+        self._cache.pop(origin_of(origin), None)
+
+    async def stop(self) -> None:
+        """Cancel robots.txt fetches under way."""
+        tasks = list(self._pending.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+
+    def _make_done_callback(self, origin: str) -> Callable[[asyncio.Task[RobotsPolicy]], None]:
+        def done(task: asyncio.Task[RobotsPolicy]) -> None:
+            if self._pending.get(origin) is task:
+                del self._pending[origin]
+            if not task.cancelled():
+                task.exception()  # retrieved here so an unawaited failure is not reported as lost
+
+        return done
+
+    async def _load(self, origin: str, fetch: FetchFn) -> RobotsPolicy:
+        self.stats.fetches += 1
+        try:
+            response = await fetch(f"{origin}/robots.txt")
+        except Exception:
+            self.stats.fetch_exceptions += 1
+            raise
+        policy = self._policy_from(origin, response)
+        self._store(policy)
+        logger.debug(
+            "robots.txt for %s: %s (status %s%s)",
+            origin,
+            policy.kind,
+            response.status,
+            f", {response.error}" if response.error else "",
+        )
+        return policy
+
+    def _policy_from(self, origin: str, response: HttpResponse) -> RobotsPolicy:
+        now = self._clock.now()
+        status = response.status
+        if 200 <= status < 300:
+            text, truncated = self._decode(response.body, response.truncated)
+            self.stats.parsed += 1
+            self.stats.truncated += truncated
+            return RobotsPolicy(
+                origin, "rules", now, now + self._ttl, self._token, status, "", truncated, Protego.parse(text)
+            )
+        unavailable = (400 <= status < 500 and status != 429) or (
+            status == 0 and response.error_code in _UNAVAILABLE_ERRORS
+        )
+        if unavailable or 300 <= status < 400:
+            self.stats.allow_all += 1
+            return RobotsPolicy(origin, "allow_all", now, now + self._ttl, self._token, status, response.error)
+        self.stats.disallow_all += 1
+        return RobotsPolicy(
+            origin, "disallow_all", now, now + self._error_ttl, self._token, status, response.error
+        )
+
+    def _decode(self, body: bytes, truncated: bool) -> tuple[str, bool]:
+        if len(body) > self._max_bytes:
+            body, truncated = body[: self._max_bytes], True
+        if truncated:
+            # A cut line could turn "Disallow: /private" into a different rule: drop it.
+            last_newline = max(body.rfind(b"\n"), body.rfind(b"\r"))
+            if last_newline >= 0:
+                body = body[: last_newline + 1]
+        return body.decode("utf-8", errors="replace").lstrip("\ufeff"), truncated
+
+    def _store(self, policy: RobotsPolicy) -> None:
+        self._cache[policy.origin] = policy
+        self._cache.move_to_end(policy.origin)
+        while len(self._cache) > self._max_entries:
+            self._cache.popitem(last=False)
+            self.stats.evictions += 1

@@ -1,0 +1,3 @@
+from services.importance.main import main
+
+main()

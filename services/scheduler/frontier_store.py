@@ -1,0 +1,248 @@
+"""The frontier in PostgreSQL: what is known, queued, in flight, fetched or given up.
+
+Every write is idempotent, so a redelivered message changes nothing: discoveries insert
+or ignore, priorities overwrite, and an outcome only applies to the request it answers
+(matched by request id while the URL is in flight).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from libs.common.db.pool import Database
+from libs.common.kafka.partitioner import partition_for
+
+
+@dataclass(frozen=True)
+class NewUrl:
+    url_fp: int
+    url: str
+    host: str
+    depth: int
+    source: str = "link"
+
+
+@dataclass(frozen=True)
+class Priority:
+    url_fp: int
+    url: str
+    host: str
+    priority: float
+
+
+@dataclass(frozen=True)
+class Outcome:
+    url_fp: int
+    request_id: str
+    host: str
+    status: str  # the frontier status to move to: fetched, failed, blocked, skipped, retry
+    http_status: int
+    outcome: str
+    error: str
+    fetched_at: datetime
+    host_next_allowed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    url_fp: int
+    url: str
+    host: str
+    priority: float
+    depth: int
+    attempts: int
+    request_id: str
+
+
+def _dedupe(rows: Sequence[NewUrl]) -> list[NewUrl]:
+    best: dict[int, NewUrl] = {}
+    for row in rows:
+        seen = best.get(row.url_fp)
+        if seen is None or row.depth < seen.depth:
+            best[row.url_fp] = row
+    return list(best.values())
+
+
+class FrontierStore:
+    def __init__(self, db: Database, partitions: int) -> None:
+        self._db = db
+        self._partitions = partitions
+
+    async def add_urls(self, rows: Sequence[NewUrl]) -> int:
+        """Queues URLs not seen before; returns how many were new."""
+        rows = _dedupe(rows)
+        if not rows:
+            return 0
+        hosts = sorted({r.host for r in rows})
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO scheduler.hosts (host, partition) SELECT * FROM unnest(%s::text[], %s::int[])"
+                " ON CONFLICT (host) DO NOTHING",
+                (hosts, [partition_for(h, self._partitions) for h in hosts]),
+            )
+            cur = await conn.execute(
+                "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, depth, source)"
+                " SELECT fp, url, host, 'queued', depth, source"
+                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[])"
+                "   AS t(fp, url, host, depth, source)"
+                " ORDER BY fp"
+                " ON CONFLICT (url_fp) DO UPDATE SET status = 'queued', depth = excluded.depth,"
+                "   source = excluded.source, discovered_at = now()"
+                " WHERE f.status = 'known'",
+                (
+                    [r.url_fp for r in rows],
+                    [r.url for r in rows],
+                    [r.host for r in rows],
+                    [r.depth for r in rows],
+                    [r.source for r in rows],
+                ),
+            )
+            return cur.rowcount
+
+    async def set_priorities(self, rows: Sequence[Priority]) -> None:
+        latest = {r.url_fp: r for r in rows}
+        if not latest:
+            return
+        vals = sorted(latest.values(), key=lambda r: r.url_fp)
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, priority)"
+                " SELECT fp, url, host, 'known', pr"
+                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[]) AS t(fp, url, host, pr)"
+                " ON CONFLICT (url_fp) DO UPDATE SET priority = excluded.priority",
+                ([r.url_fp for r in vals], [r.url for r in vals], [r.host for r in vals], [r.priority for r in vals]),
+            )
+
+    async def apply_outcomes(self, rows: Sequence[Outcome], max_attempts: int, retry_base: float) -> int:
+        """Applies outcomes of in-flight requests; stale or repeated outcomes are ignored."""
+        applied = 0
+        async with self._db.transaction() as conn:
+            for o in sorted(rows, key=lambda r: r.url_fp):
+                cur = await conn.execute(
+                    "UPDATE scheduler.frontier SET"
+                    "  status = CASE WHEN %(status)s <> 'retry' THEN %(status)s"
+                    "                WHEN attempts >= %(max)s THEN 'failed' ELSE 'queued' END,"
+                    "  next_fetch_at = CASE WHEN %(status)s = 'retry'"
+                    "      THEN now() + make_interval(secs => %(base)s * power(2, greatest(attempts - 1, 0)))"
+                    "      ELSE next_fetch_at END,"
+                    "  fetched_at = %(at)s, http_status = %(http)s, last_outcome = %(outcome)s,"
+                    "  last_error = nullif(%(error)s, ''),"
+                    "  fetch_seq = CASE WHEN %(status)s = 'fetched' THEN nextval('scheduler.fetch_seq')"
+                    "                   ELSE fetch_seq END,"
+                    "  request_id = NULL"
+                    " WHERE url_fp = %(fp)s AND request_id = %(rid)s AND status = 'in_flight'",
+                    {
+                        "status": o.status, "max": max_attempts, "base": retry_base, "at": o.fetched_at,
+                        "http": o.http_status, "outcome": o.outcome, "error": o.error[:2000], "fp": o.url_fp,
+                        "rid": o.request_id,
+                    },
+                )
+                if cur.rowcount == 0:
+                    continue
+                applied += 1
+                await conn.execute(
+                    "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1, 0),"
+                    " next_allowed_at = greatest(next_allowed_at, coalesce(%s, now())),"
+                    " fetched = fetched + %s, errors = errors + %s WHERE host = %s",
+                    (
+                        o.host_next_allowed_at,
+                        1 if o.status == "fetched" else 0,
+                        1 if o.status in ("retry", "failed") else 0,
+                        o.host,
+                    ),
+                )
+        return applied
+
+    async def dispatch(self, room: int, partitions: Sequence[int]) -> list[Dispatched]:
+        """Takes the best queued URL of each free host, highest priority first, up to ``room``."""
+        if room <= 0 or not partitions:
+            return []
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "WITH free AS ("
+                "  SELECT host FROM scheduler.hosts"
+                "  WHERE in_flight = 0 AND next_allowed_at <= now() AND partition = ANY(%(parts)s)"
+                "  FOR UPDATE SKIP LOCKED"
+                "), best AS ("
+                "  SELECT b.url_fp, b.priority FROM free, LATERAL ("
+                "    SELECT url_fp, priority FROM scheduler.frontier f"
+                "    WHERE f.host = free.host AND f.status = 'queued' AND f.next_fetch_at <= now()"
+                "    ORDER BY f.priority DESC, f.url_fp LIMIT 1) b"
+                "  ORDER BY b.priority DESC, b.url_fp LIMIT %(room)s"
+                ")"
+                " UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
+                "   dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
+                " FROM best WHERE f.url_fp = best.url_fp"
+                " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id",
+                {"parts": list(partitions), "room": room},
+            )
+            rows = [Dispatched(*r) for r in await cur.fetchall()]
+            if rows:
+                await conn.execute(
+                    "UPDATE scheduler.hosts SET in_flight = in_flight + 1 WHERE host = ANY(%s)",
+                    ([r.host for r in rows],),
+                )
+        return rows
+
+    async def in_flight(self) -> int:
+        async with self._db.connection() as conn:
+            cur = await conn.execute("SELECT count(*) FROM scheduler.frontier WHERE status = 'in_flight'")
+            row = await cur.fetchone()
+            return int(row[0]) if row else 0
+
+    async def expire_leases(self, lease_seconds: float) -> int:
+        """Requests with no outcome for too long were lost (a fetcher died): queue them again."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "UPDATE scheduler.frontier SET status = 'queued', request_id = NULL,"
+                " last_error = 'lease expired: no outcome received'"
+                " WHERE status = 'in_flight' AND dispatched_at < now() - make_interval(secs => %s)"
+                " RETURNING host",
+                (lease_seconds,),
+            )
+            hosts = [r[0] for r in await cur.fetchall()]
+            if hosts:
+                await conn.execute(
+                    "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1, 0) WHERE host = ANY(%s)",
+                    (hosts,),
+                )
+            return len(hosts)
+
+    async def is_paused(self) -> bool:
+        async with self._db.connection() as conn:
+            cur = await conn.execute("SELECT value FROM scheduler.state WHERE key = 'paused'")
+            row = await cur.fetchone()
+            return bool(row and row[0] == "true")
+
+    async def set_paused(self, paused: bool) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO scheduler.state (key, value) VALUES ('paused', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                ("true" if paused else "false",),
+            )
+
+    async def status_counts(self) -> dict[str, int]:
+        async with self._db.connection() as conn:
+            cur = await conn.execute("SELECT status, count(*) FROM scheduler.frontier GROUP BY status")
+            return {str(s): int(n) for s, n in await cur.fetchall()}
+
+    async def host_count(self) -> int:
+        async with self._db.connection() as conn:
+            cur = await conn.execute("SELECT count(*) FROM scheduler.hosts")
+            row = await cur.fetchone()
+            return int(row[0]) if row else 0
+
+    async def ready_count(self) -> int:
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM scheduler.frontier WHERE status = 'queued' AND next_fetch_at <= now()"
+            )
+            row = await cur.fetchone()
+            return int(row[0]) if row else 0
+
+
+def utc_from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000.0, tz=UTC)

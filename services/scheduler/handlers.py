@@ -1,0 +1,95 @@
+"""What the scheduler does with each consumed message: admit URLs, set priorities, apply outcomes."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from libs.common.errors import PoisonMessage
+from libs.common.kafka.consumer import Record
+from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDATES
+from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
+from libs.common.wire import messages as pb
+from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
+from services.scheduler.settings import SchedulerSettings
+
+log = logging.getLogger(__name__)
+
+_SOURCES = {
+    pb.DISCOVERY_SOURCE_SEED: "seed",
+    pb.DISCOVERY_SOURCE_LINK: "link",
+    pb.DISCOVERY_SOURCE_REDIRECT: "redirect",
+    pb.DISCOVERY_SOURCE_SITEMAP: "sitemap",
+}
+
+
+def frontier_status(outcome: pb.FetchOutcome) -> str:
+    """The frontier status a fetch outcome leads to ('retry' means: again later, if attempts remain)."""
+    status = outcome.status
+    if status in (pb.FETCH_STATUS_OK, pb.FETCH_STATUS_TOO_LARGE):
+        return "fetched"
+    if status in (pb.FETCH_STATUS_ROBOTS_DISALLOWED, pb.FETCH_STATUS_REDIRECT):
+        return "blocked"
+    if status == pb.FETCH_STATUS_UNSUPPORTED_TYPE:
+        return "skipped"
+    if status == pb.FETCH_STATUS_INVALID_URL:
+        return "failed"
+    if status in (pb.FETCH_STATUS_HTTP_ERROR, pb.FETCH_STATUS_NETWORK_ERROR):
+        return "retry" if outcome.retryable else "failed"
+    raise PoisonMessage(f"fetch outcome with unknown status {status}")
+
+
+def _checked(url: str) -> tuple[str, str, int]:
+    try:
+        norm = normalize_url(url)
+    except InvalidUrl as exc:
+        raise PoisonMessage(f"invalid URL {url[:200]!r}: {exc.reason}") from exc
+    return norm, url_host(norm), url_fingerprint(norm)
+
+
+class SchedulerHandler:
+    """Consumer handler for discovered URLs, importance updates and fetch outcomes."""
+
+    def __init__(self, store: FrontierStore, settings: SchedulerSettings) -> None:
+        self._store = store
+        self._settings = settings
+
+    async def __call__(self, records: list[Record[Any]]) -> None:
+        new: list[NewUrl] = []
+        priorities: list[Priority] = []
+        outcomes: list[Outcome] = []
+        for record in records:
+            msg = record.value
+            if record.topic is DISCOVERED_URLS:
+                url, host, fp = _checked(msg.url)
+                new.append(NewUrl(fp, url, host, max(0, msg.depth), _SOURCES.get(msg.source, "link")))
+            elif record.topic is IMPORTANCE_UPDATES:
+                url, host, fp = _checked(msg.url)
+                priorities.append(Priority(fp, url, host, float(msg.cash)))
+            elif record.topic is FETCH_OUTCOMES:
+                if not msg.request_id:
+                    raise PoisonMessage("fetch outcome without request id")
+                url, host, fp = _checked(msg.url)
+                outcomes.append(
+                    Outcome(
+                        url_fp=fp,
+                        request_id=msg.request_id,
+                        host=host,
+                        status=frontier_status(msg),
+                        http_status=msg.http_status,
+                        outcome=pb.FetchStatus.Name(msg.status),
+                        error=msg.error,
+                        fetched_at=utc_from_ms(msg.fetched_at_ms or record.timestamp_ms),
+                        host_next_allowed_at=utc_from_ms(msg.host_next_allowed_at_ms)
+                        if msg.host_next_allowed_at_ms
+                        else None,
+                    )
+                )
+        if new:
+            await self._store.add_urls(new)
+        if priorities:
+            await self._store.set_priorities(priorities)
+        if outcomes:
+            await self._store.apply_outcomes(
+                outcomes, self._settings.max_attempts, self._settings.retry_base_seconds
+            )

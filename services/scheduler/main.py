@@ -1,0 +1,55 @@
+"""Entry point of the scheduler service."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+from libs.common.db.migrations import apply_migrations
+from libs.common.db.pool import Database
+from libs.common.db.settings import DatabaseSettings
+from libs.common.grpc_server import GrpcServer
+from libs.common.kafka.consumer import TopicConsumer
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.service import RuntimeSettings, Service, run_service
+from libs.common.settings import load_settings
+from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_REQUESTS, IMPORTANCE_UPDATES
+from services.scheduler.admin_api import SERVICE_NAME, AdminApi, registrar
+from services.scheduler.dispatcher import Dispatcher
+from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.handlers import SchedulerHandler
+from services.scheduler.settings import SchedulerSettings
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+async def build(env: Mapping[str, str]) -> Service:
+    kafka = load_settings(KafkaSettings, env)
+    database = load_settings(DatabaseSettings, env)
+    runtime = load_settings(RuntimeSettings, env)
+    settings = load_settings(SchedulerSettings, env)
+    await asyncio.to_thread(apply_migrations, database.dsn, "scheduler", MIGRATIONS)
+
+    db = Database(database, "scheduler")
+    store = FrontierStore(db, FETCH_REQUESTS.partitions)
+    producer = TopicProducer(kafka, "scheduler")
+    handler = SchedulerHandler(store, settings)
+    consumer = TopicConsumer(
+        kafka,
+        service="scheduler",
+        group_id=settings.group_id,
+        topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES],
+        handler=handler,
+        producer=producer,
+        assignment="range",  # the three inputs are keyed by host: one member owns all of a host
+    )
+    dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS))
+    api = AdminApi(store, dispatcher.wake)
+    server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)])
+    return Service("scheduler", server, [db, producer, dispatcher, consumer])
+
+
+def main() -> None:
+    run_service("scheduler", build)
