@@ -18,10 +18,12 @@ import atexit
 import os
 import re
 import shutil
+import signal
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -36,6 +38,16 @@ from libs.localinfra import (
 
 PG_DSN_ENV = "TRAWL_TEST_PG_DSN"
 KAFKA_BOOTSTRAP_ENV = "TRAWL_TEST_KAFKA_BOOTSTRAP"
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Treat SIGTERM (a cancelled CI job) like Ctrl-C, so that fixture teardown stops the servers."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
 
 
 def make_unique_name(prefix: str, hint: str = "") -> str:

@@ -224,9 +224,7 @@ class HttpFetcher:
             visited.add(str(target))
             current = target
 
-    async def _request(
-        self, session: aiohttp.ClientSession, url: URL, budget: float, accept_all: bool
-    ) -> _Hop | str:
+    async def _request(self, session: aiohttp.ClientSession, url: URL, budget: float, accept_all: bool) -> _Hop | str:
         """One GET of ``url`` within ``budget`` seconds: a hop, or an error code."""
         if budget <= 0:
             return ERROR_TIMEOUT

@@ -269,9 +269,7 @@ class RobotsCache:
             self.stats.allow_all += 1
             return RobotsPolicy(origin, "allow_all", now, now + self._ttl, self._token, status, response.error)
         self.stats.disallow_all += 1
-        return RobotsPolicy(
-            origin, "disallow_all", now, now + self._error_ttl, self._token, status, response.error
-        )
+        return RobotsPolicy(origin, "disallow_all", now, now + self._error_ttl, self._token, status, response.error)
 
     def _decode(self, body: bytes, truncated: bool) -> tuple[str, bool]:
         if len(body) > self._max_bytes:

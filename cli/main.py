@@ -1,0 +1,161 @@
+"""``trawl``: the command-line tool of Trawl (local stack, seeds, status, demo)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from cli.output import console, emit
+from cli.stack import local_stack
+from cli.stack.layout import StackSettings, StackState, state_path
+from libs.common.settings import SettingsError, load_settings
+
+app = typer.Typer(help="Trawl: a continuous, distributed web crawler.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+seeds_app = typer.Typer(help="Seed URLs.", no_args_is_help=True)
+app.add_typer(seeds_app, name="seeds")
+
+
+def _stack() -> StackSettings:
+    try:
+        return load_settings(StackSettings, os.environ)
+    except SettingsError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from exc
+
+
+def _state(settings: StackSettings) -> StackState:
+    state = StackState.load(state_path(settings))
+    if state is None:
+        console.print(f"[red]no local stack in {settings.root}; run `trawl up` first[/red]")
+        raise typer.Exit(1)
+    return state
+
+
+@app.command()
+def up(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Start the broker, PostgreSQL, topics, schemas and the six services (safe to run twice)."""
+    settings = _stack()
+    state = local_stack.up(settings, os.environ)
+    rows = [("broker", state.bootstrap), ("postgres", state.dsn)]
+    rows += [(name, f"127.0.0.1:{port}") for name, port in state.grpc_ports.items()]
+    emit(as_json, {"bootstrap": state.bootstrap, "dsn": state.dsn, "grpc": state.grpc_ports,
+                   "home": str(settings.root)}, "Trawl is up", ["part", "listens on"], rows)
+
+
+@app.command()
+def down(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Stop the services (drained), the broker and PostgreSQL."""
+    stopped = local_stack.down(_stack())
+    emit(as_json, {"stopped": stopped}, "Trawl is down", ["stopped"], [(s,) for s in stopped] or [("nothing",)])
+
+
+@app.command()
+def status(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Each part of the local stack: process, address, health, consumer lag."""
+    settings = _stack()
+    parts = local_stack.status(settings)
+    lags = local_stack.lag_by_group(settings)
+    payload = {
+        "parts": [{"name": p.name, "pid": p.pid, "address": p.address, "health": p.health} for p in parts],
+        "lag": lags,
+    }
+    rows = [(p.name, p.pid, p.address, p.health, lags.get(p.name, "")) for p in parts]
+    emit(as_json, payload, "Trawl status", ["part", "pid", "address", "health", "lag"], rows)
+
+
+@seeds_app.command("add")
+def seeds_add(
+    urls: list[str] = typer.Argument(None, help="Seed URLs."),
+    file: Path | None = typer.Option(None, "--file", "-f", help="A file with one URL per line."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Add seed URLs to the running crawl."""
+    from cli.admin_client import AdminClient
+
+    items = list(urls or [])
+    if file is not None:
+        items += [line.strip() for line in file.read_text().splitlines() if line.strip()]
+    state = _state(_stack())
+    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
+        reply = admin.add_seeds(items)
+    emit(as_json, reply, "Seeds", ["accepted", "already known", "rejected"],
+         [(reply["accepted"], reply["already_known"], len(reply["rejected"]))])
+
+
+@app.command()
+def stats(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Crawl statistics from the scheduler's admin API."""
+    from cli.admin_client import AdminClient
+
+    state = _state(_stack())
+    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
+        reply = admin.stats()
+    emit(as_json, reply, "Crawl", ["status", "count"], sorted(reply["frontier"].items()))
+
+
+@app.command()
+def pause() -> None:
+    """Stop emitting fetch requests (in-flight ones finish)."""
+    from cli.admin_client import AdminClient
+
+    state = _state(_stack())
+    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
+        admin.pause(True)
+    console.print("paused")
+
+
+@app.command()
+def resume() -> None:
+    """Resume emitting fetch requests."""
+    from cli.admin_client import AdminClient
+
+    state = _state(_stack())
+    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
+        admin.pause(False)
+    console.print("resumed")
+
+
+@app.command()
+def demo(
+    hosts: int = typer.Option(60, help="Hosts of the simulated web."),
+    pages: int = typer.Option(5000, help="Pages of the simulated web."),
+    seed: int = typer.Option(7, help="Seed of the simulated web's generator."),
+    timeout: float = typer.Option(600.0, help="Give up after this many seconds."),
+    keep_up: bool = typer.Option(False, "--keep-up", help="Leave the stack running afterwards."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Crawl the built-in simulated web on the local stack, show progress, print a summary."""
+    from cli.demo import run_demo
+
+    summary = run_demo(_stack(), os.environ, hosts=hosts, pages=pages, seed=seed, timeout=timeout,
+                       keep_up=keep_up, quiet=as_json)
+    if as_json:
+        print(json.dumps(summary, default=str))
+
+
+@app.command()
+def crawl(
+    urls: list[str] = typer.Argument(..., help="Seed URLs on the real web."),
+    max_pages: int = typer.Option(200, help="Stop after this many pages."),
+    timeout: float = typer.Option(300.0, help="Give up after this many seconds."),
+) -> None:
+    """Crawl real seed URLs on the local stack (needs internet access)."""
+    from cli.demo import run_real_crawl
+
+    code = run_real_crawl(_stack(), os.environ, urls, max_pages=max_pages, timeout=timeout)
+    raise typer.Exit(code)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""Service processes of the local stack, and the supervisor that keeps them running.
+
+``Supervisor`` runs as its own detached process (``python -m cli.stack.supervisor``):
+it starts every service with its environment, restarts one that dies (with backoff),
+and on SIGTERM forwards SIGTERM to all of them, waits for their drain, then SIGKILLs
+what is left. Tests use :class:`ServiceProcess` directly to start, kill and restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class ServiceProcess:
+    def __init__(self, name: str, env: Mapping[str, str], log_path: Path, module: str | None = None) -> None:
+        self.name = name
+        self.module = module or f"services.{name}"
+        self.env = dict(env)
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", self.module], env=env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        log.info("started %s (pid %s)", self.name, self.proc.pid)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        if self.proc is not None and self.alive():
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM, wait for the drain, SIGKILL if it takes too long. Returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("%s did not stop within %ss; killing it", self.name, timeout)
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+class Supervisor:
+    def __init__(self, processes: list[ServiceProcess], drain_timeout: float = 30.0) -> None:
+        self.processes = processes
+        self.drain_timeout = drain_timeout
+        self._stopping = False
+
+    def request_stop(self, *_: object) -> None:
+        self._stopping = True
+
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+        for p in self.processes:
+            p.start()
+        next_start: dict[str, float] = {}
+        while not self._stopping:
+            time.sleep(0.5)
+            for p in self.processes:
+                if p.alive() or self._stopping:
+                    continue
+                due = next_start.setdefault(p.name, time.monotonic() + min(30.0, 2.0 ** min(p.restarts, 5)))
+                if time.monotonic() >= due:
+                    code = p.proc.returncode if p.proc else None
+                    log.warning("%s exited with %s; restarting", p.name, code)
+                    p.restarts += 1
+                    p.start()
+                    next_start.pop(p.name, None)
+        for p in self.processes:
+            p.signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.drain_timeout
+        for p in self.processes:
+            p.stop(timeout=max(0.1, deadline - time.monotonic()))

@@ -1,0 +1,156 @@
+"""Turn the bytes of a fetched HTML page into text.
+
+The order follows browsers (WHATWG "determine the character encoding"),
+with two crawler refinements:
+
+1. a byte order mark wins (it is in the bytes, so it cannot be stale);
+2. the charset of the ``Content-Type`` header, then the one declared in the
+   first 4 KB (``<meta charset>``, ``<meta http-equiv>``, ``<?xml encoding>``).
+   A declaration is trusted only if the body decodes with it (a handful of
+   bad bytes are tolerated); a legacy single-byte declaration (latin-1,
+   windows-1252, ASCII) over a body that is valid UTF-8 with non-ASCII
+   content is taken to be UTF-8, the commonest server misconfiguration;
+3. UTF-8, if the body decodes as UTF-8 (again tolerating a few bad bytes);
+4. a detected charset (``charset_normalizer``) on the first 64 KB;
+5. windows-1252 with replacement characters, which never fails.
+
+Labels are mapped to the supersets browsers actually use (latin-1 and ASCII
+to windows-1252, GB2312 to GBK, Shift_JIS to cp932, EUC-KR to cp949).
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["decode_html"]
+
+_SNIFF_BYTES = 4096
+_DETECT_BYTES = 65536
+# At most one bad byte per this many bytes is put down to damage rather than a wrong charset.
+_TOLERATED_ERROR_RATE = 1000
+_FALLBACK = "cp1252"
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_HEADER_CHARSET_RE = re.compile(r"""charset\s*=\s*["']?\s*([^\s;"',]+)""", re.IGNORECASE)
+_META_CHARSET_RE = re.compile(
+    rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.()+\-]+)""", re.IGNORECASE | re.DOTALL
+)
+_XML_ENCODING_RE = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([a-zA-Z0-9_.\-]+)""", re.IGNORECASE)
+
+# Python codec name -> the superset that browsers decode that label with.
+_SUPERSETS = {
+    "ascii": "cp1252",
+    "latin-1": "cp1252",
+    "iso8859-1": "cp1252",
+    "iso8859-9": "cp1254",
+    "iso8859-11": "cp874",
+    "tis-620": "cp874",
+    "gb2312": "gbk",
+    "shift_jis": "cp932",
+    "euc_kr": "cp949",
+    "big5": "big5hkscs",
+}
+_LEGACY_SINGLE_BYTE = frozenset({"cp1252", "cp1254", "iso8859-15"})
+
+
+def _codec_name(label: str, *, in_document: bool) -> str | None:
+    """The Python text codec for a charset label, or None when the label is unknown."""
+    label = label.strip().strip("\"'").lower()
+    if not label or len(label) > 40:
+        return None
+    if label in ("x-user-defined", "replacement", "utf-7", "utf7"):
+        return None  # WHATWG never decodes these as labelled
+    try:
+        name = codecs.lookup(label).name
+        b"".decode(name)  # rejects bytes-to-bytes codecs such as "base64" or "zlib"
+    except (LookupError, ValueError):
+        return None
+    if in_document and name.startswith(("utf-16", "utf-32")):
+        return "utf-8"  # a document that could declare this in ASCII is not UTF-16
+    return _SUPERSETS.get(name, name)
+
+
+def _decode_tolerant(body: bytes, codec: str) -> str | None:
+    """Decode with ``codec`` unless it produces more bad bytes than damage would explain."""
+    try:
+        return body.decode(codec)
+    except UnicodeDecodeError:
+        pass
+    except LookupError:
+        return None
+    text = body.decode(codec, "replace")
+    errors = text.count("\ufffd")
+    if errors <= max(1, len(body) // _TOLERATED_ERROR_RATE):
+        return text
+    return None
+
+
+def _declared_labels(body: bytes, content_type_header: str | None) -> list[tuple[str, bool]]:
+    """Declared charset labels in order of authority, each with whether it came from the document."""
+    labels: list[tuple[str, bool]] = []
+    if content_type_header:
+        match = _HEADER_CHARSET_RE.search(content_type_header)
+        if match:
+            labels.append((match.group(1), False))
+    head = body[:_SNIFF_BYTES]
+    for pattern in (_META_CHARSET_RE, _XML_ENCODING_RE):
+        match = pattern.search(head)
+        if match:
+            labels.append((match.group(1).decode("ascii", "replace"), True))
+    return labels
+
+
+def _detect(body: bytes) -> str | None:
+    try:
+        from charset_normalizer import from_bytes
+    except ImportError:  # an optional dependency: fall back to windows-1252
+        return None
+    try:
+        best = from_bytes(body[:_DETECT_BYTES]).best()
+    except Exception:  # a detector bug must not lose the page
+        logger.warning("charset detection failed", exc_info=True)
+        return None
+    if best is None:
+        return None
+    return _codec_name(str(best.encoding), in_document=False)
+
+
+def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]:
+    """Decode an HTML body; returns ``(text, codec name used)``. Never raises on any bytes."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom) :].decode(codec, "replace"), codec
+
+    for label, in_document in _declared_labels(body, content_type_header):
+        codec = _codec_name(label, in_document=in_document)
+        if codec is None:
+            logger.debug("unknown charset label %r", label)
+            continue
+        if codec in _LEGACY_SINGLE_BYTE and not body.isascii():
+            try:
+                return body.decode("utf-8"), "utf-8"
+            except UnicodeDecodeError:
+                return body.decode(codec, "replace"), codec
+        text = _decode_tolerant(body, codec)
+        if text is not None:
+            return text, codec
+        logger.debug("declared charset %s does not fit the body", codec)
+
+    text = _decode_tolerant(body, "utf-8")
+    if text is not None:
+        return text, "utf-8"
+
+    detected = _detect(body)
+    if detected is not None:
+        return body.decode(detected, "replace"), detected
+    return body.decode(_FALLBACK, "replace"), _FALLBACK

@@ -1,0 +1,200 @@
+"""One polite, robots-respecting fetch of one URL, with its outcome classified.
+
+:class:`FetchCore` is what the fetcher's consumer loop calls for each fetch
+request. It holds no Kafka knowledge: it checks the URL, consults robots.txt
+(whose own fetch waits for the host like any other request), waits for the
+host's politeness slot, fetches (checking robots.txt again before every
+redirect hop), reports the timing to the politeness clock and returns a
+:class:`FetchAttempt`.
+
+Wiring, as a service factory would do it::
+
+    http = HttpFetcher(...)
+    politeness = HostPoliteness(clock, ...)
+    robots = RobotsCache(polite_robots_fetch(http, politeness), user_agent_token="trawl", clock=clock)
+    core = FetchCore(http, robots, politeness, clock)
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+from yarl import URL
+
+from services.fetcher.clock import Clock
+from services.fetcher.http_client import HttpFetcher, is_fetchable_url
+from services.fetcher.http_response import ERROR_DISALLOWED_REDIRECT, ERROR_INVALID_URL, HttpResponse
+from services.fetcher.politeness import HostParkedError, HostPoliteness, HostSlot, PolitenessTimeoutError
+from services.fetcher.robots import FetchFn, RobotsCache, origin_of
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "ROBOTS_MAX_REDIRECTS",
+    "FetchAttempt",
+    "FetchCore",
+    "Outcome",
+    "direct_robots_fetch",
+    "polite_robots_fetch",
+    "record_response",
+]
+
+ROBOTS_MAX_REDIRECTS = 5
+"""Redirects followed for robots.txt (RFC 9309 section 2.3.1.2)."""
+
+Outcome = Literal[
+    "ok",
+    "http_error",
+    "network_error",
+    "robots_disallowed",
+    "too_large",
+    "invalid_url",
+    "unsupported_type",
+    "redirect_disallowed",
+    "host_parked",
+    "politeness_timeout",
+]
+
+_RETRYABLE_STATUSES = frozenset({408, 429})
+
+
+@dataclass(frozen=True)
+class FetchAttempt:
+    """The outcome of one :meth:`FetchCore.fetch`.
+
+    ``response`` is None when no request for the URL was sent (invalid URL,
+    robots.txt disallows it, host parked or busy past ``max_wait``). For
+    ``unsupported_type`` the body is dropped. ``retryable`` says whether the
+    same URL may succeed later (network errors, 5xx, 408, 429, robots.txt
+    unreachable, host parked or busy); ``host_next_allowed_at`` is the clock
+    time at which the host may be contacted again. ``detail`` is a short
+    human-readable reason (error code, status, refusal reason).
+    """
+
+    url: str
+    outcome: Outcome
+    response: HttpResponse | None
+    retryable: bool
+    host_next_allowed_at: float
+    detail: str = ""
+
+
+def record_response(slot: HostSlot, response: HttpResponse) -> None:
+    """Report ``response`` to the politeness slot it was fetched in."""
+    slot.record(response.elapsed, response.status, response.retry_after, response.is_network_error)
+
+
+def polite_robots_fetch(http: HttpFetcher, politeness: HostPoliteness) -> FetchFn:
+    """The robots.txt fetch for :class:`RobotsCache`: waits for the host's slot like any request.
+
+    Raises the politeness errors (:class:`HostParkedError`,
+    :class:`PolitenessTimeoutError`) so that nothing is cached for them.
+    """
+
+    async def fetch(url: str) -> HttpResponse:
+        host = URL(url).raw_host or ""
+        async with politeness.slot(host) as slot:
+            response = await http.fetch(url, max_redirects=ROBOTS_MAX_REDIRECTS, accept_all_types=True)
+            record_response(slot, response)
+        return response
+
+    return fetch
+
+
+def direct_robots_fetch(http: HttpFetcher) -> FetchFn:
+    """A robots.txt fetch that does not wait for politeness (used while already holding a slot)."""
+
+    async def fetch(url: str) -> HttpResponse:
+        return await http.fetch(url, max_redirects=ROBOTS_MAX_REDIRECTS, accept_all_types=True)
+
+    return fetch
+
+
+class FetchCore:
+    """Fetches URLs politely and classifies the results; see the module docstring.
+
+    Redirect hops are requested inside the slot of the original URL's host:
+    they are checked against robots.txt but not spaced by the target host's
+    politeness. A hop's robots.txt, if not cached, is fetched at once rather
+    than through the target host's slot, since waiting there while holding a
+    slot could deadlock with a fetch redirecting the other way.
+    """
+
+    def __init__(self, http: HttpFetcher, robots: RobotsCache, politeness: HostPoliteness, clock: Clock) -> None:
+        self._http = http
+        self._robots = robots
+        self._politeness = politeness
+        self._clock = clock
+        self._direct_robots = direct_robots_fetch(http)
+        self.outcomes: collections.Counter[str] = collections.Counter()
+
+    async def fetch(self, url: str) -> FetchAttempt:
+        """Fetch ``url`` if robots.txt and politeness allow; never raises for network problems."""
+        attempt = await self._attempt(url)
+        self.outcomes[attempt.outcome] += 1
+        logger.debug("fetch %s: %s %s", url, attempt.outcome, attempt.detail)
+        return attempt
+
+    async def _attempt(self, url: str) -> FetchAttempt:
+        try:
+            parsed = URL(url)
+        except (ValueError, TypeError):
+            parsed = None
+        if parsed is None or not is_fetchable_url(parsed):
+            return FetchAttempt(url, "invalid_url", None, False, self._clock.now(), ERROR_INVALID_URL)
+        host = (parsed.raw_host or "").lower()
+        origin = origin_of(url)
+        try:
+            policy = await self._robots.policy(origin)
+            if not policy.allowed(url):
+                detail = (
+                    f"robots.txt {policy.kind} (status {policy.status}{', ' + policy.error if policy.error else ''})"
+                )
+                return self._result(url, host, "robots_disallowed", None, policy.temporary, detail)
+            async with self._politeness.slot(host, crawl_delay=policy.crawl_delay) as slot:
+                response = await self._http.fetch(url, allow=self._hop_allowed)
+                record_response(slot, response)
+        except HostParkedError as exc:
+            return self._result(url, host, "host_parked", None, True, exc.reason)
+        except PolitenessTimeoutError as exc:
+            return self._result(url, host, "politeness_timeout", None, True, exc.reason)
+        return self._classify(url, host, response)
+
+    async def _hop_allowed(self, hop_url: str) -> bool:
+        try:
+            origin = origin_of(hop_url)
+        except ValueError:
+            return False
+        policy = await self._robots.policy(origin, direct_fetch=self._direct_robots)
+        return policy.allowed(hop_url)
+
+    def _classify(self, url: str, host: str, response: HttpResponse) -> FetchAttempt:
+        if response.error:
+            code = response.error_code
+            if code == ERROR_DISALLOWED_REDIRECT:
+                return self._result(url, host, "redirect_disallowed", response, False, response.error)
+            if code == ERROR_INVALID_URL:
+                return self._result(url, host, "invalid_url", response, False, response.error)
+            if response.is_network_error:
+                return self._result(url, host, "network_error", response, True, response.error)
+            return self._result(url, host, "http_error", response, False, response.error)
+        status = response.status
+        if not 200 <= status < 300:
+            retryable = status >= 500 or status in _RETRYABLE_STATUSES
+            return self._result(url, host, "http_error", response, retryable, f"status {status}")
+        if not self._http.accepts(response.content_type):
+            dropped = dataclasses.replace(response, body=b"", truncated=False)
+            return self._result(url, host, "unsupported_type", dropped, False, response.content_type)
+        if response.truncated:
+            detail = f"body over {self._http.max_body_bytes} bytes"
+            return self._result(url, host, "too_large", response, False, detail)
+        return self._result(url, host, "ok", response, False, f"status {status}")
+
+    def _result(
+        self, url: str, host: str, outcome: Outcome, response: HttpResponse | None, retryable: bool, detail: str
+    ) -> FetchAttempt:
+        return FetchAttempt(url, outcome, response, retryable, self._politeness.next_allowed_at(host), detail)

@@ -1,0 +1,389 @@
+"""Per-host politeness in the manner of Mercator's back queues.
+
+Each host has a FIFO queue of callers waiting to fetch from it and an
+earliest time ``t_e`` at which its next request may start. A caller enters
+:meth:`HostPoliteness.slot`, waits until it is at the head of its host's
+queue, the host has a free in-flight place (one by default) and ``t_e`` has
+passed, fetches, and reports how it went with :meth:`HostSlot.record`, which
+sets the host's next ``t_e``:
+
+    t_e = end of the response + max(min_delay,
+                                    min(robots crawl-delay, max_crawl_delay),
+                                    response_time_factor * response time)
+
+raised further by exponential backoff after consecutive failures (network
+errors, 5xx, 429) and by a Retry-After on 429/503. After
+``park_after_failures`` consecutive failures a host is parked: for
+``park_duration`` seconds every request is refused with
+:class:`HostParkedError`; afterwards one probe request is let through, and a
+success clears the record while another failure parks the host again.
+
+Only the head waiter of each host sleeps until ``t_e``, so the event loop's
+timer heap plays the part of Mercator's heap of back queues. Every wait is
+bounded by ``max_wait``: a caller that would wait longer gets
+:class:`PolitenessTimeoutError` instead of being stuck.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from services.fetcher.clock import Clock
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "HostParkedError",
+    "HostPoliteness",
+    "HostSlot",
+    "ParkedHost",
+    "PolitenessRefusedError",
+    "PolitenessStats",
+    "PolitenessTimeoutError",
+]
+
+
+class PolitenessRefusedError(Exception):
+    """A request to ``host`` was refused; ``retry_at`` is the clock time worth trying again."""
+
+    def __init__(self, host: str, reason: str, retry_at: float) -> None:
+        super().__init__(f"{host}: {reason}")
+        self.host = host
+        self.reason = reason
+        self.retry_at = retry_at
+
+
+class HostParkedError(PolitenessRefusedError):
+    """The host is parked after too many consecutive failures."""
+
+
+class PolitenessTimeoutError(PolitenessRefusedError):
+    """The host would not be free within ``max_wait``."""
+
+
+@dataclass(frozen=True)
+class ParkedHost:
+    """A host refusing requests until ``until`` (clock time), and why."""
+
+    host: str
+    until: float
+    reason: str
+    consecutive_failures: int
+
+
+@dataclass
+class PolitenessStats:
+    """Counters for metrics."""
+
+    granted: int = 0
+    refused_parked: int = 0
+    refused_timeout: int = 0
+    failures: int = 0
+    parked: int = 0
+    wait_seconds: float = 0.0
+
+
+class _Waiter:
+    __slots__ = ("event",)
+
+    def __init__(self) -> None:
+        self.event = asyncio.Event()
+
+
+@dataclass
+class _HostState:
+    next_allowed_at: float = 0.0
+    in_flight: int = 0
+    waiters: deque[_Waiter] = field(default_factory=deque)
+    consecutive_failures: int = 0
+    parked_until: float = 0.0
+    park_reason: str = ""
+    last_fetch_end: float | None = None
+
+    def idle(self, now: float) -> bool:
+        return (
+            self.in_flight == 0
+            and not self.waiters
+            and self.consecutive_failures == 0
+            and self.next_allowed_at <= now
+            and self.parked_until <= now
+        )
+
+
+class HostSlot:
+    """The right to send one request to ``host``; report the outcome with :meth:`record`."""
+
+    def __init__(
+        self,
+        owner: HostPoliteness,
+        host: str,
+        state: _HostState,
+        crawl_delay: float | None,
+        granted_at: float,
+        waited: float,
+    ) -> None:
+        self._owner = owner
+        self._state = state
+        self.host = host
+        self.crawl_delay = crawl_delay
+        self.granted_at = granted_at
+        self.waited = waited
+        self.recorded = False
+
+    def record(self, response_seconds: float, status: int, retry_after: float | None, error: bool) -> None:
+        """Report the finished request: its duration, HTTP status (0 if none), Retry-After, network error.
+
+        The end of the response is taken to be now. Only the first call counts.
+        """
+        if self.recorded:
+            return
+        self.recorded = True
+        self._owner._record(self, self._state, max(0.0, response_seconds), status, retry_after, error)
+
+
+class HostPoliteness:
+    """Per-host request gaps, backoff and parking; see the module docstring.
+
+    ``max_in_flight_per_host`` above 1 lets that many requests to a host run
+    at once; each start still waits for ``t_e``, which every grant pushes at
+    least ``min_delay`` ahead. Host names are compared case-insensitively.
+    State of idle hosts is dropped once more than ``max_hosts`` are known.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        min_delay: float,
+        max_crawl_delay: float,
+        response_time_factor: float = 10.0,
+        max_backoff: float,
+        park_after_failures: int,
+        park_duration: float = 1800.0,
+        backoff_base: float = 1.0,
+        max_retry_after: float = 86_400.0,
+        max_in_flight_per_host: int = 1,
+        max_wait: float = 600.0,
+        max_hosts: int = 100_000,
+    ) -> None:
+        if max_in_flight_per_host < 1 or park_after_failures < 1:
+            raise ValueError("max_in_flight_per_host and park_after_failures must be at least 1")
+        self._clock = clock
+        self._min_delay = min_delay
+        self._max_crawl_delay = max_crawl_delay
+        self._response_time_factor = response_time_factor
+        self._max_backoff = max_backoff
+        self._park_after = park_after_failures
+        self._park_duration = park_duration
+        self._backoff_base = backoff_base
+        self._max_retry_after = max_retry_after
+        self._max_in_flight = max_in_flight_per_host
+        self._max_wait = max_wait
+        self._max_hosts = max_hosts
+        self._prune_at = max_hosts
+        self._hosts: dict[str, _HostState] = {}
+        self.stats = PolitenessStats()
+
+    def __len__(self) -> int:
+        return len(self._hosts)
+
+    @contextlib.asynccontextmanager
+    async def slot(
+        self, host: str, crawl_delay: float | None = None, *, max_wait: float | None = None
+    ) -> AsyncIterator[HostSlot]:
+        """Wait for ``host`` to be free (FIFO among its callers), then hold it for one request.
+
+        Raises :class:`HostParkedError` if the host is or becomes parked and
+        :class:`PolitenessTimeoutError` if it is not free within ``max_wait``
+        (default: the instance's). On leaving without :meth:`HostSlot.record`
+        the request counts as neither success nor failure.
+        """
+        key = host.lower()
+        state = self._state_for(key)
+        started = self._clock.now()
+        await self._acquire(key, state, self._max_wait if max_wait is None else max_wait)
+        granted_at = self._clock.now()
+        self.stats.granted += 1
+        self.stats.wait_seconds += granted_at - started
+        slot = HostSlot(self, key, state, crawl_delay, granted_at, granted_at - started)
+        try:
+            yield slot
+        finally:
+            state.in_flight -= 1
+            if not slot.recorded:
+                end = self._clock.now()
+                state.next_allowed_at = max(state.next_allowed_at, end + self._gap(crawl_delay, 0.0))
+            self._notify_head(state)
+
+    def next_allowed_at(self, host: str) -> float:
+        """Clock time at which a request to ``host`` may start (now, for unknown hosts)."""
+        state = self._hosts.get(host.lower())
+        now = self._clock.now()
+        if state is None:
+            return now
+        return max(now, state.next_allowed_at, state.parked_until)
+
+    def seed_host_state(
+        self, host: str, last_fetch_end: float, *, crawl_delay: float | None = None, response_seconds: float = 0.0
+    ) -> None:
+        """Start from a known last fetch of ``host`` (on this clock's scale), e.g. after taking it over.
+
+        The host's next request will not start before ``last_fetch_end`` plus
+        the usual gap; state already known here is never made less strict.
+        """
+        key = host.lower()
+        state = self._state_for(key)
+        state.next_allowed_at = max(state.next_allowed_at, last_fetch_end + self._gap(crawl_delay, response_seconds))
+        if state.last_fetch_end is None or last_fetch_end > state.last_fetch_end:
+            state.last_fetch_end = last_fetch_end
+        self._notify_head(state)
+
+    def parked_hosts(self) -> list[ParkedHost]:
+        """Hosts parked right now, soonest release first."""
+        now = self._clock.now()
+        parked = [
+            ParkedHost(host, state.parked_until, state.park_reason, state.consecutive_failures)
+            for host, state in self._hosts.items()
+            if state.parked_until > now
+        ]
+        return sorted(parked, key=lambda p: p.until)
+
+    def unpark(self, host: str) -> None:
+        """Release a parked host now and clear its failure record."""
+        state = self._hosts.get(host.lower())
+        if state is not None:
+            state.parked_until = 0.0
+            state.park_reason = ""
+            state.consecutive_failures = 0
+            self._notify_head(state)
+
+    def forget(self, host: str) -> bool:
+        """Drop the state of ``host`` if nobody is using it (e.g. when it moves to another owner)."""
+        key = host.lower()
+        state = self._hosts.get(key)
+        if state is None or state.in_flight or state.waiters:
+            return False
+        del self._hosts[key]
+        return True
+
+    def _gap(self, crawl_delay: float | None, response_seconds: float) -> float:
+        robots = min(crawl_delay, self._max_crawl_delay) if crawl_delay is not None else 0.0
+        return max(self._min_delay, robots, self._response_time_factor * response_seconds)
+
+    def _state_for(self, key: str) -> _HostState:
+        state = self._hosts.get(key)
+        if state is None:
+            if len(self._hosts) >= self._prune_at:
+                self._prune()
+            state = self._hosts[key] = _HostState()
+        return state
+
+    def _prune(self) -> None:
+        now = self._clock.now()
+        for key in [k for k, s in self._hosts.items() if s.idle(now)]:
+            del self._hosts[key]
+        # Scan again only after the table has grown well past what is left.
+        self._prune_at = max(self._max_hosts, 2 * len(self._hosts))
+
+    def _check_parked(self, key: str, state: _HostState, now: float) -> None:
+        if state.parked_until > now:
+            self.stats.refused_parked += 1
+            raise HostParkedError(key, f"parked: {state.park_reason}", state.parked_until)
+
+    async def _acquire(self, key: str, state: _HostState, max_wait: float) -> None:
+        now = self._clock.now()
+        self._check_parked(key, state, now)
+        if state.next_allowed_at - now > max_wait:
+            self.stats.refused_timeout += 1
+            raise PolitenessTimeoutError(
+                key, f"not free for {state.next_allowed_at - now:.1f}s, over max_wait", state.next_allowed_at
+            )
+        deadline = now + max_wait
+        waiter = _Waiter()
+        state.waiters.append(waiter)
+        granted = False
+        try:
+            while True:
+                now = self._clock.now()
+                self._check_parked(key, state, now)
+                if state.waiters[0] is waiter and state.in_flight < self._max_in_flight:
+                    if now >= state.next_allowed_at:
+                        state.waiters.popleft()
+                        state.in_flight += 1
+                        if self._max_in_flight > 1:
+                            state.next_allowed_at = max(state.next_allowed_at, now + self._min_delay)
+                        granted = True
+                        self._notify_head(state)
+                        return
+                    wake_at = min(state.next_allowed_at, deadline)
+                else:
+                    wake_at = deadline
+                if now >= deadline:
+                    self.stats.refused_timeout += 1
+                    raise PolitenessTimeoutError(key, f"waited {max_wait:.1f}s (max_wait)", state.next_allowed_at)
+                await self._wait(waiter, wake_at - now)
+        finally:
+            if not granted:
+                was_head = bool(state.waiters) and state.waiters[0] is waiter
+                with contextlib.suppress(ValueError):
+                    state.waiters.remove(waiter)
+                if was_head:
+                    self._notify_head(state)
+
+    async def _wait(self, waiter: _Waiter, timeout: float) -> None:
+        """Sleep on the clock for ``timeout`` seconds or until ``waiter`` is notified."""
+        sleeper = asyncio.ensure_future(self._clock.sleep(timeout))
+        notified = asyncio.ensure_future(waiter.event.wait())
+        try:
+            await asyncio.wait((sleeper, notified), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            notified.cancel()
+        waiter.event.clear()
+
+    @staticmethod
+    def _notify_head(state: _HostState) -> None:
+        if state.waiters:
+            state.waiters[0].event.set()
+
+    @staticmethod
+    def _notify_all(state: _HostState) -> None:
+        for waiter in state.waiters:
+            waiter.event.set()
+
+    def _record(
+        self,
+        slot: HostSlot,
+        state: _HostState,
+        response_seconds: float,
+        status: int,
+        retry_after: float | None,
+        error: bool,
+    ) -> None:
+        now = self._clock.now()
+        state.last_fetch_end = now
+        wait = self._gap(slot.crawl_delay, response_seconds)
+        failed = error or status == 429 or status >= 500
+        if failed:
+            self.stats.failures += 1
+            state.consecutive_failures += 1
+            exponent = min(state.consecutive_failures - 1, 62)
+            wait = max(wait, min(self._max_backoff, self._backoff_base * 2.0**exponent))
+        else:
+            state.consecutive_failures = 0
+            state.park_reason = ""
+        if retry_after is not None and status in (429, 503):
+            wait = max(wait, min(retry_after, self._max_retry_after))
+        state.next_allowed_at = max(state.next_allowed_at, now + wait)
+        if failed and state.consecutive_failures >= self._park_after:
+            cause = "network error" if error else f"status {status}"
+            state.parked_until = max(state.parked_until, now + self._park_duration)
+            state.park_reason = f"{state.consecutive_failures} consecutive failures, last: {cause}"
+            self.stats.parked += 1
+            logger.info("parking host %s until %.1f: %s", slot.host, state.parked_until, state.park_reason)
+            self._notify_all(state)

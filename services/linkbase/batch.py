@@ -1,0 +1,197 @@
+"""One consumed batch, turned into de-duplicated rows ready for one database transaction.
+
+Messages are validated here, before any write, so that a poison message fails the batch
+without touching the database. Within a batch, a later message about the same page wins
+(page links and verdicts are keyed by URL, so their order is the crawl order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from libs.common.errors import PoisonMessage
+from libs.common.kafka.consumer import Record
+from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, PAGE_LINKS
+from libs.common.urls import InvalidUrl, normalize_url, registered_domain
+from libs.common.wire import messages as pb
+from services.linkbase.rows import (
+    ANCHOR_LIMIT,
+    HREF_LIMIT,
+    TEXT_LIMIT,
+    BadLinkRow,
+    DocumentRow,
+    HostRow,
+    LinkRow,
+    OutcomeRow,
+    PageRow,
+    UrlRef,
+    VerdictRow,
+    merge_links,
+    resolve,
+    resolve_required,
+    text_hash,
+)
+
+_FOLLOWABLE_CLASSES = (pb.LINK_CLASS_INTERNAL, pb.LINK_CLASS_EXTERNAL)
+
+
+@dataclass
+class _Page:
+    row: PageRow
+    links: dict[int, LinkRow]
+    bad_links: dict[int, BadLinkRow]
+
+
+@dataclass
+class LinkbaseBatch:
+    """Everything one batch writes, each kind de-duplicated by its primary key."""
+
+    hosts: dict[int, HostRow] = field(default_factory=dict)
+    pages: dict[int, _Page] = field(default_factory=dict)
+    documents: dict[int, DocumentRow] = field(default_factory=dict)
+    verdicts: dict[int, VerdictRow] = field(default_factory=dict)
+    outcomes: dict[tuple[int, str], OutcomeRow] = field(default_factory=dict)
+
+    # reading ---------------------------------------------------------------------------
+    @property
+    def page_rows(self) -> list[PageRow]:
+        return [self.pages[fp].row for fp in sorted(self.pages)]
+
+    @property
+    def links(self) -> list[LinkRow]:
+        rows = [link for page in self.pages.values() for link in page.links.values()]
+        rows.sort(key=lambda r: (r.source_fp, r.target.fp))
+        return rows
+
+    @property
+    def bad_links(self) -> list[BadLinkRow]:
+        rows = [bad for page in self.pages.values() for bad in page.bad_links.values()]
+        rows.sort(key=lambda r: (r.source_fp, r.href_hash))
+        return rows
+
+    def latest_outcomes(self) -> list[OutcomeRow]:
+        """The most recent outcome of each URL (it sets the URL's last status)."""
+        latest: dict[int, OutcomeRow] = {}
+        for row in self.outcomes.values():
+            seen = latest.get(row.ref.fp)
+            if seen is None or row.fetched_at_ms >= seen.fetched_at_ms:
+                latest[row.ref.fp] = row
+        return [latest[fp] for fp in sorted(latest)]
+
+    def host_availability(self) -> dict[int, bool]:
+        """Per host, what its most recent home-page outcome says (hosts without one are absent)."""
+        latest: dict[int, OutcomeRow] = {}
+        for row in self.outcomes.values():
+            if row.host_available is None:
+                continue
+            seen = latest.get(row.ref.host_id)
+            if seen is None or row.fetched_at_ms >= seen.fetched_at_ms:
+                latest[row.ref.host_id] = row
+        return {hid: bool(row.host_available) for hid, row in sorted(latest.items())}
+
+    # building --------------------------------------------------------------------------
+    def _host(self, ref: UrlRef) -> int:
+        hid = ref.host_id
+        if hid not in self.hosts:
+            self.hosts[hid] = HostRow(hid, ref.host, registered_domain(ref.host))
+        return hid
+
+    def add_page_links(self, msg: pb.PageLinks) -> None:
+        page = resolve_required(msg.url, "page links")
+        self._host(page)
+        links: dict[int, LinkRow] = {}
+        bad: dict[int, BadLinkRow] = {}
+        site = registered_domain(page.host)
+        for link in msg.links:
+            anchor = link.anchor[:ANCHOR_LIMIT]
+            target = _target_or_reason(link)
+            if isinstance(target, str):
+                href = link.url[:HREF_LIMIT]
+                key = text_hash(href)
+                bad.setdefault(key, BadLinkRow(page.fp, key, href, target, anchor))
+                continue
+            self._host(target)
+            link_class = link.link_class
+            if link_class not in _FOLLOWABLE_CLASSES:
+                same_site = registered_domain(target.host) == site
+                link_class = pb.LINK_CLASS_INTERNAL if same_site else pb.LINK_CLASS_EXTERNAL
+            row = LinkRow(page.fp, target, anchor, link_class, link.nofollow, not (msg.nofollow or link.nofollow))
+            seen = links.get(target.fp)
+            links[target.fp] = row if seen is None else merge_links(seen, row)
+        self.pages[page.fp] = _Page(PageRow(page, max(0, msg.depth), msg.fetched_at_ms), links, bad)
+
+    def add_document(self, msg: pb.Document) -> None:
+        ref = resolve_required(msg.url, "document")
+        self._host(ref)
+        canonical: str | None = None
+        if msg.canonical_url.strip():
+            try:
+                canonical = normalize_url(msg.canonical_url, base=ref.url)
+            except InvalidUrl:
+                canonical = None
+        row = DocumentRow(
+            ref,
+            msg.title[:TEXT_LIMIT],
+            msg.content_fingerprint,
+            msg.published_at_ms,
+            msg.language[:32],
+            canonical,
+            msg.fetched_at_ms,
+        )
+        seen = self.documents.get(ref.fp)
+        if seen is None or row.fetched_at_ms >= seen.fetched_at_ms:
+            self.documents[ref.fp] = row
+
+    def add_verdict(self, msg: pb.DuplicateVerdict) -> None:
+        ref = resolve_required(msg.url, "duplicate verdict")
+        self._host(ref)
+        duplicate_of = msg.duplicate_of if msg.duplicate and msg.duplicate_of else None
+        self.verdicts[ref.fp] = VerdictRow(ref, duplicate_of)
+
+    def add_outcome(self, msg: pb.FetchOutcome, timestamp_ms: int) -> None:
+        ref = resolve_required(msg.url, "fetch outcome")
+        self._host(ref)
+        fetched_at_ms = msg.fetched_at_ms or timestamp_ms
+        request_id = msg.request_id or f"{fetched_at_ms}:{msg.attempt}"
+        self.outcomes[(ref.fp, request_id)] = OutcomeRow(
+            ref,
+            request_id,
+            msg.attempt,
+            msg.status,
+            msg.http_status,
+            fetched_at_ms,
+            msg.elapsed_ms,
+            msg.error[:TEXT_LIMIT],
+        )
+
+
+def _target_or_reason(link: pb.Link) -> UrlRef | str:
+    """The link's normalised target, or why it is a bad link."""
+    if link.link_class == pb.LINK_CLASS_BAD:
+        return link.bad_reason or "unspecified"
+    if not link.url.strip():
+        return "empty"
+    try:
+        return resolve(link.url)
+    except InvalidUrl as exc:
+        return exc.reason
+
+
+def build_batch(records: Iterable[Record[Any]]) -> LinkbaseBatch:
+    """Validates and converts a consumed batch; raises PoisonMessage on the first bad message."""
+    batch = LinkbaseBatch()
+    for record in records:
+        name = record.topic.name
+        if name == PAGE_LINKS.name:
+            batch.add_page_links(record.value)
+        elif name == DOCUMENTS.name:
+            batch.add_document(record.value)
+        elif name == DUPLICATE_VERDICTS.name:
+            batch.add_verdict(record.value)
+        elif name == FETCH_OUTCOMES.name:
+            batch.add_outcome(record.value, record.timestamp_ms)
+        else:
+            raise PoisonMessage(f"linkbase does not handle topic {name}")
+    return batch

@@ -1,0 +1,194 @@
+"""The rows the link base writes, built from consumed messages (pure: no I/O).
+
+Every URL is normalised once and identified by its fingerprint. A link whose URL cannot
+be crawled becomes a bad link carrying the normaliser's reason. A message that cannot be
+recorded at all (no URL, or a page URL that is not crawlable) raises
+:class:`~libs.common.errors.PoisonMessage`, which sends it to the dead-letter topic.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import mmh3
+
+from libs.common.errors import PoisonMessage
+from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint
+from libs.common.wire import messages as pb
+
+ANCHOR_LIMIT = 500
+HREF_LIMIT = 2048
+TEXT_LIMIT = 2000
+
+_SUCCEEDED = frozenset({pb.FETCH_STATUS_OK, pb.FETCH_STATUS_TOO_LARGE})
+_HOST_UP = frozenset({pb.FETCH_STATUS_OK, pb.FETCH_STATUS_TOO_LARGE, pb.FETCH_STATUS_REDIRECT})
+_HOST_DOWN = frozenset({pb.FETCH_STATUS_HTTP_ERROR, pb.FETCH_STATUS_NETWORK_ERROR})
+
+
+def host_id(host: str) -> int:
+    """Signed 64-bit fingerprint of a normalised host name: the primary key of ``hosts``."""
+    value: int = mmh3.hash64(host.encode("utf-8"), 0, True, True)[0]
+    return value
+
+
+def text_hash(text: str) -> int:
+    """Signed 64-bit hash of an arbitrary string (the key of a bad link's href)."""
+    value: int = mmh3.hash64(text.encode("utf-8", "surrogatepass"), 0, True, True)[0]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRef:
+    """A normalised URL with its fingerprint and host."""
+
+    fp: int
+    url: str
+    host: str
+    host_id: int
+
+    @property
+    def is_home_page(self) -> bool:
+        parts = urlsplit(self.url)
+        return parts.path == "/" and not parts.query
+
+
+@functools.lru_cache(maxsize=200_000)
+def resolve(url: str) -> UrlRef:
+    """Normalises ``url`` (raising InvalidUrl); cached, since navigation links repeat on every page."""
+    normalized = normalize_url(url)
+    host = urlsplit(normalized).hostname or ""
+    return UrlRef(url_fingerprint(normalized), normalized, host, host_id(host))
+
+
+def resolve_required(url: str, what: str) -> UrlRef:
+    """The URL a message is about; PoisonMessage when it is missing or not crawlable."""
+    if not url.strip():
+        raise PoisonMessage(f"{what} without a url")
+    try:
+        return resolve(url)
+    except InvalidUrl as exc:
+        raise PoisonMessage(f"{what} url {url[:200]!r} is not crawlable: {exc.reason}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class HostRow:
+    host_id: int
+    host: str
+    registered_domain: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    ref: UrlRef
+    depth: int
+    fetched_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    source_fp: int
+    target: UrlRef
+    anchor: str
+    link_class: int
+    nofollow: bool
+    followable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BadLinkRow:
+    source_fp: int
+    href_hash: int
+    href: str
+    reason: str
+    anchor: str
+
+
+@dataclass(frozen=True, slots=True)
+class TargetRow:
+    ref: UrlRef
+    depth: int | None
+    discovered_from_fp: int
+    followable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    ref: UrlRef
+    title: str
+    content_fp: str
+    published_at_ms: int
+    language: str
+    canonical_url: str | None
+    fetched_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    ref: UrlRef
+    duplicate_of: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRow:
+    ref: UrlRef
+    request_id: str
+    attempt: int
+    status: int
+    http_status: int
+    fetched_at_ms: int
+    elapsed_ms: int
+    error: str
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status in _SUCCEEDED
+
+    @property
+    def host_available(self) -> bool | None:
+        """What this outcome says about its host: only a fetch of the home page ``/`` decides."""
+        if not self.ref.is_home_page:
+            return None
+        if self.status in _HOST_UP:
+            return True
+        if self.status in _HOST_DOWN:
+            return False
+        return None
+
+
+def merge_links(old: LinkRow, new: LinkRow) -> LinkRow:
+    """Two links from one page to one target: keep the first anchor, follow if either may be followed."""
+    return LinkRow(
+        old.source_fp,
+        old.target,
+        old.anchor or new.anchor,
+        old.link_class,
+        old.nofollow and new.nofollow,
+        old.followable or new.followable,
+    )
+
+
+def targets_of(links: list[LinkRow], page_depths: dict[int, int | None]) -> list[TargetRow]:
+    """One row per linked URL: depth = 1 + the smallest depth of a page linking to it.
+
+    ``page_depths`` are the stored depths of the source pages (after this batch's update);
+    the page giving the smallest depth becomes ``discovered_from``. Sorted by fingerprint,
+    so that concurrent writers lock rows in the same order.
+    """
+    best: dict[int, TargetRow] = {}
+    for link in links:
+        source_depth = page_depths.get(link.source_fp)
+        depth = None if source_depth is None else source_depth + 1
+        seen = best.get(link.target.fp)
+        if seen is None:
+            best[link.target.fp] = TargetRow(link.target, depth, link.source_fp, link.followable)
+            continue
+        closer = depth is not None and (seen.depth is None or depth < seen.depth)
+        best[link.target.fp] = TargetRow(
+            seen.ref,
+            depth if closer else seen.depth,
+            link.source_fp if closer else seen.discovered_from_fp,
+            seen.followable or link.followable,
+        )
+    return [best[fp] for fp in sorted(best)]
