@@ -9,6 +9,7 @@ twice: a running part is reused, a stopped one is started.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import subprocess
 import sys
@@ -23,10 +24,12 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.topics import ALL_TOPICS
 from libs.localinfra import procs
 from libs.localinfra.broker import LocalBroker
+from libs.localinfra.osuser import server_user
 from libs.localinfra.postgres import LocalPostgres
 from libs.localinfra.topics import create_topics
 
 log = logging.getLogger(__name__)
+PG_USER = "trawl-pg"
 ROOT = Path(__file__).resolve().parents[2]
 STACK_KEYS = {"TRAWL_HOME", "TRAWL_LOCAL_BROKER_PORT", "TRAWL_LOCAL_POSTGRES_PORT", "TRAWL_LOCAL_GRPC_BASE_PORT",
               "TRAWL_LOCAL_METRICS_BASE_PORT"}
@@ -50,7 +53,15 @@ def _broker(settings: StackSettings) -> LocalBroker:
 
 
 def _postgres(settings: StackSettings) -> LocalPostgres:
-    return LocalPostgres(settings.root / "postgres", settings.postgres_port)
+    """The server's data folder lives in the stack home when the server's OS user can reach it,
+    else under /var/tmp (a home under /root, mode 0700, is out of its reach)."""
+    data = settings.root / "postgres"
+    if not server_user(PG_USER).can_reach(settings.root):
+        digest = hashlib.sha1(str(settings.root).encode()).hexdigest()[:12]
+        data = Path("/var/tmp") / f"trawl-{digest}" / "postgres"
+        data.parent.mkdir(parents=True, exist_ok=True)
+        data.parent.chmod(0o755)
+    return LocalPostgres(data, settings.postgres_port, os_user=PG_USER)
 
 
 def supervisor_pid(settings: StackSettings) -> int | None:

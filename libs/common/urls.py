@@ -34,6 +34,7 @@ import functools
 import ipaddress
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -116,7 +117,7 @@ DEFAULT_POLICY = UrlPolicy()
 
 
 @functools.lru_cache(maxsize=64)
-def _param_matcher(patterns: tuple[str, ...]) -> Any:
+def _param_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     exact = frozenset(p.lower() for p in patterns if not p.endswith("*"))
     prefixes = tuple(p[:-1].lower() for p in patterns if p.endswith("*"))
 
@@ -379,7 +380,7 @@ def url_host(url: str) -> str:
 
 def url_fingerprint(url: str) -> int:
     """Signed 64-bit fingerprint of the normalised URL (first half of MurmurHash3 x64 128)."""
-    first: int = mmh3.hash64(normalize_url(url).encode("utf-8"), 0, True, True)[0]
+    first: int = mmh3.hash64(normalize_url(url).encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
     return first
 
 

@@ -189,9 +189,7 @@ class LocalBroker:
         except BaseException:
             self._stop_locked(timeout=5.0)
             raise
-        logger.info(
-            "broker started on %s (pid %s) in %.2fs", self.bootstrap, child.pid, time.monotonic() - started
-        )
+        logger.info("broker started on %s (pid %s) in %.2fs", self.bootstrap, child.pid, time.monotonic() - started)
 
     def _wait_ready(self, child: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + self.start_timeout

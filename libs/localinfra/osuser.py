@@ -103,4 +103,3 @@ def _create_system_user(name: str) -> pwd.struct_passwd:
         return pwd.getpwnam(name)
     except KeyError:
         raise LocalInfraError(f"could not create OS user {name!r}: {result.stderr.strip()}") from None
-

@@ -27,7 +27,7 @@ from itertools import accumulate
 
 from libs.simweb.config import SimWebConfig
 from libs.simweb.hosts import HostPlan
-from libs.simweb.model import PRIVATE_PREFIX, HostSpec, Page, PageRole, SimLink
+from libs.simweb.model import PRIVATE_PREFIX, HostSpec, LinkKind, Page, PageRole, SimLink
 from libs.simweb.words import TextSpec, title
 
 BAD_LINKS: tuple[tuple[str, str], ...] = (
@@ -130,7 +130,10 @@ class SiteLinks:
         )[:FEATURED_PER_HOST]
         nav = [SimLink(host.home_url, "Home", "internal", "nav")]
         nav += [SimLink(s.url, s.title, "internal", "nav") for s in featured]
-        nav += [SimLink(hub, "News" if n == 0 else f"News {n + 1}", "internal", "nav") for n, hub in enumerate(host.hubs)]
+        nav += [
+            SimLink(hub, "News" if n == 0 else f"News {n + 1}", "internal", "nav")
+            for n, hub in enumerate(host.hubs)
+        ]
         return distinct_anchors(nav)
 
     def nav(self, host: str) -> list[SimLink]:
@@ -146,7 +149,7 @@ class SiteLinks:
         return slot.title
 
     def pick(self, domain: str, external: bool, rng: random.Random) -> int | None:
-        """A target drawn by fitness, inside ``domain`` or (external) outside it; ``None`` if there is none."""
+        """A target drawn by fitness, inside ``domain`` or (external) outside it; ``None`` if none."""
         if not external:
             ids, cum = self._by_domain[domain]
             return ids[bisect_left(cum, rng.random() * cum[-1])]
@@ -158,7 +161,7 @@ class SiteLinks:
 
     def link_to(self, index: int, from_domain: str) -> SimLink:
         slot = self._slots[index]
-        kind = "internal" if slot.domain == from_domain else "external"
+        kind: LinkKind = "internal" if slot.domain == from_domain else "external"
         return SimLink(slot.url, self.anchor(index), kind, "article")
 
 
@@ -202,7 +205,8 @@ class _Builder:
             last = k == plan.page_count - 1
             private = private_host and (rng.random() < config.private_page_ratio or (last and privates == 0))
             privates += private
-            path = f"{PRIVATE_PREFIX}page-{k}.html" if private else f"/section-{rng.randrange(sections) + 1}/page-{k}.html"
+            section = PRIVATE_PREFIX if private else f"/section-{rng.randrange(sections) + 1}/"
+            path = f"{section}page-{k}.html"
             slot = self._new(host, path, "private" if private else "page", self._fitness(),
                              title(rng.getrandbits(64)), text_spec(config, rng), self._published())
             self._flag(slot)
@@ -220,13 +224,13 @@ class _Builder:
             return
         draw -= config.no_out_links_ratio
         if draw < config.exact_duplicate_ratio:
-            originals = [i for i in self.by_host[slot.host] if self._original(self.slots[i]) and i != slot.index]
+            originals = [i for i in self.by_host[slot.host][:-1] if self._original(self.slots[i])]
             if originals:
                 slot.dup_of = rng.choice(originals)
             return
         draw -= config.exact_duplicate_ratio
         if draw < config.near_duplicate_ratio:
-            originals = [i for i in range(slot.index) if self._original(self.slots[i]) and self.slots[i].role == "page"]
+            originals = [s.index for s in self.slots[: slot.index] if self._original(s) and s.role == "page"]
             if originals:
                 original = self.slots[rng.choice(originals)]
                 slot.near_of = original.index
@@ -278,12 +282,15 @@ class _Builder:
         links: list[SimLink] = []
         if not slot.no_out:
             source = self.slots[slot.near_of] if slot.near_of is not None else slot
-            article = [site.link_to(t, slot.domain) for t in source.targets if t != slot.index]
+            article = [site.link_to(t, slot.domain) for t in source.targets]
             nav = site.nav(slot.host)
             footer = site.footer(slot.host)
             for b in slot.bad:
                 href, anchor = BAD_LINKS[b]
-                (nav if b == 0 else footer).append(SimLink(href, anchor, "bad", "nav" if b == 0 else "footer"))
+                if b == 0:
+                    nav.append(SimLink(href, anchor, "bad", "nav"))
+                else:
+                    footer.append(SimLink(href, anchor, "bad", "footer"))
             links = distinct_anchors(nav) + distinct_anchors(article) + distinct_anchors(footer)
         near = self.slots[slot.near_of].url if slot.near_of is not None else None
         return Page(url=slot.url, host=slot.host, path=slot.path, title=slot.title, links=tuple(links),

@@ -55,7 +55,7 @@ def _names(config: SimWebConfig, rng: random.Random) -> list[str]:
         prefix = rng.choice(free)
         used[domain].append(prefix)
         names.append(f"{prefix}.{domain}")
-    return sorted(names, key=lambda name: (registered_domain(name), name))
+    return sorted(names, key=lambda name: (registered_domain(name), name != registered_domain(name), name))
 
 
 def _page_counts(config: SimWebConfig, names: list[str], rng: random.Random) -> dict[str, int]:
@@ -104,7 +104,8 @@ def plan_hosts(config: SimWebConfig, rng: random.Random) -> list[HostPlan]:
     variants = _variants(config, names, counts, rng)
     hub_candidates = [name for name in names if variants[name] != "unavailable"]
     rng.shuffle(hub_candidates)
-    hub_hosts = set(hub_candidates[: _share(config.hub_host_ratio, len(names))]) if config.hubs_per_host else set()
+    hub_count = _share(config.hub_host_ratio, len(names)) if config.hubs_per_host else 0
+    hub_hosts = set(hub_candidates[:hub_count])
     brands = {name: words.brand(rng.getrandbits(32)) for name in names if name == registered_domain(name)}
     plans = []
     low, high = config.latency_range
@@ -113,7 +114,8 @@ def plan_hosts(config: SimWebConfig, rng: random.Random) -> list[HostPlan]:
         prefix = name[: -len(domain) - 1]
         brand = brands[domain] if prefix in ("", "www") else f"{brands[domain]} {prefix.capitalize()}"
         delay = rng.choice(config.crawl_delay_values) if variants[name] == "crawl_delay" else None
-        hubs = tuple(f"http://{name}{hub_path(i)}" for i in range(config.hubs_per_host)) if name in hub_hosts else ()
+        hub_total = config.hubs_per_host if name in hub_hosts else 0
+        hubs = tuple(f"http://{name}{hub_path(i)}" for i in range(hub_total))
         spec = HostSpec(
             name=name,
             registered_domain=domain,

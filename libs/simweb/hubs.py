@@ -97,7 +97,7 @@ def _article(config: SimWebConfig, host: HostSpec, hub_url: str, n: int, at: dat
         if target is not None and target not in seen:
             seen.add(target)
             article.append(site.link_to(target, host.registered_domain))
-    links = distinct_anchors(site.nav(host.name)) + distinct_anchors(article) + distinct_anchors(site.footer(host.name))
+    links = site.nav(host.name) + distinct_anchors(article) + site.footer(host.name)
     return Page(
         url=f"http://{host.name}{path}",
         host=host.name,

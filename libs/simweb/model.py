@@ -37,7 +37,11 @@ class SimLink:
 
 @dataclass(frozen=True)
 class Page:
-    """A page as served, minus its HTML. Hub pages list articles that depend on time: see ``SimWeb.links_at``."""
+    """A page as served, minus its HTML.
+
+    For a hub page, ``links`` holds only its fixed links: the articles it lists
+    depend on time (see ``SimWeb.links_at``).
+    """
 
     url: str
     host: str

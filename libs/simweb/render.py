@@ -49,6 +49,15 @@ _SCRIPT = (
 )
 
 
+_ASIDE = (
+    '<aside class="notice">\n<p>We use cookies to remember reading preferences. '
+    "Manage them in settings at any time.</p>\n"
+    '<form class="newsletter" method="post" action="/subscribe"><label>Weekly letter '
+    '<input type="email" name="email" placeholder="you@example.test"></label> '
+    '<button type="submit">Subscribe</button></form>\n</aside>\n'
+)
+
+
 def http_time(moment: datetime) -> str:
     """RFC 9110 date, e.g. ``Mon, 02 Mar 2026 00:00:00 GMT``."""
     return moment.strftime("%a, %d %b %Y %H:%M:%S GMT")
@@ -113,8 +122,8 @@ def render_page(page: Page, host: HostSpec, listing: Sequence[tuple[str, str, da
         + "\n".join(body)
         + "\n</article>\n"
         + stories
-        + '<aside class="notice">We use cookies to remember reading preferences. '
-        "Manage them in settings at any time.</aside>\n</main>\n"
+        + _ASIDE
+        + "</main>\n"
         f"<footer>\n{links_footer}<p>&copy; 2026 {escape(host.brand)}. All rights reserved.</p>\n</footer>\n"
         f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"
     )
@@ -122,8 +131,11 @@ def render_page(page: Page, host: HostSpec, listing: Sequence[tuple[str, str, da
 
 def render_index(hosts: Sequence[HostSpec]) -> str:
     """A directory of every host's home page, served when the server is asked for its own address."""
-    items = "\n".join(f'<li><a href="{escape(h.home_url)}">{escape(h.name)}</a> {escape(h.brand)}</li>' for h in hosts)
+    items = "\n".join(
+        f'<li><a href="{escape(h.home_url)}">{escape(h.name)}</a> {escape(h.brand)}</li>' for h in hosts
+    )
     return (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Simulated web</title>\n'
-        f"</head>\n<body>\n<h1>Simulated web: {len(hosts)} hosts</h1>\n<ul>\n{items}\n</ul>\n</body>\n</html>\n"
+        f"</head>\n<body>\n<h1>Simulated web: {len(hosts)} hosts</h1>\n"
+        f"<ul>\n{items}\n</ul>\n</body>\n</html>\n"
     )

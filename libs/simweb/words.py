@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 
+
 def _unique(words: str) -> list[str]:
     return list(dict.fromkeys(words.split()))
 
@@ -68,8 +69,10 @@ quickly slowly carefully quietly often rarely finally recently gradually suddenl
 openly gently firmly nearly mostly partly briefly steadily eventually already
 """)
 
-PREPOSITIONS = "of in near across beside beyond under over through along behind toward with from".split()
-DETERMINERS = "the the the a a this that every each one another their our its".split()
+PREPOSITIONS = _unique("of in near across beside beyond under over through along behind toward with from")
+# Repeats weight the draw: "the" three times as likely as "this".
+DETERMINERS = ["the", "the", "the", "a", "a", "this", "that", "every", "each", "one", "another", "their", "our"]
+FIRST_NAMES = ["Ada", "Ben", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "June", "Kai", "Lena"]
 CONJUNCTIONS = ["and", "but", "while", "because", "although", "so", "after", "before"]
 LINK_LEADS = ["See also", "Read more in", "Related:", "As covered in", "Compare with", "Background:"]
 
@@ -85,13 +88,14 @@ class TextSpec:
     edits: int = 0
 
 
-def _zipf_cum(n: int, exponent: float = 0.8) -> list[float]:
+def _zipf_cum(n: int, exponent: float = 0.5) -> list[float]:
     return list(accumulate(1.0 / (rank + 1) ** exponent for rank in range(n)))
 
 
 _NOUN_CUM = _zipf_cum(len(NOUNS))
 _VERB_CUM = _zipf_cum(len(VERBS))
 _ADJ_CUM = _zipf_cum(len(ADJECTIVES))
+_NOUN_SET = frozenset(NOUNS)
 
 
 class _Writer:
@@ -102,10 +106,15 @@ class _Writer:
 
     def _noun_phrase(self, words: list[str]) -> None:
         rng = self._rng
-        words.append(rng.choice(DETERMINERS))
-        if rng.random() < 0.55:
-            words.append(rng.choices(ADJECTIVES, cum_weights=_ADJ_CUM)[0])
-        words.append(rng.choices(NOUNS, cum_weights=_NOUN_CUM)[0])
+        determiner = rng.choice(DETERMINERS)
+        adjective = rng.choices(ADJECTIVES, cum_weights=_ADJ_CUM)[0] if rng.random() < 0.55 else ""
+        noun = rng.choices(NOUNS, cum_weights=_NOUN_CUM)[0]
+        if determiner == "a" and (adjective or noun)[0] in "aeiou":
+            determiner = "an"
+        words.append(determiner)
+        if adjective:
+            words.append(adjective)
+        words.append(noun)
 
     def _clause(self, words: list[str]) -> None:
         rng = self._rng
@@ -161,7 +170,7 @@ def brand(seed: int) -> str:
 def person(seed: int) -> str:
     """A byline name."""
     rng = random.Random(seed)
-    first = rng.choice(["Ada", "Ben", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "June", "Kai", "Lena"])
+    first = rng.choice(FIRST_NAMES)
     last = rng.choice(NOUNS).capitalize()
     return f"{first} {last}"
 
@@ -173,15 +182,18 @@ def paragraphs(spec: TextSpec) -> tuple[str, ...]:
     blocks = [writer.paragraph() for _ in range(spec.paragraphs)]
     if spec.edit_seed is not None and spec.edits > 0:
         edit_rng = random.Random(spec.edit_seed)
-        positions = [(b, w) for b, block in enumerate(blocks) for w in range(len(block))]
+        positions = [
+            (b, w)
+            for b, block in enumerate(blocks)
+            for w, word in enumerate(block)
+            if word.rstrip(".,") in _NOUN_SET
+        ]
         for b, w in edit_rng.sample(positions, min(spec.edits, len(positions))):
             old = blocks[b][w]
             core = old.rstrip(".,")
             replacement = edit_rng.choice(NOUNS)
-            while replacement == core.lower():
+            while replacement == core:
                 replacement = edit_rng.choice(NOUNS)
-            if core[:1].isupper():
-                replacement = replacement.capitalize()
             blocks[b][w] = replacement + old[len(core):]
     return tuple(" ".join(block) for block in blocks)
 

@@ -99,14 +99,14 @@ def _declared_labels(body: bytes, content_type_header: str | None) -> list[tuple
     """Declared charset labels in order of authority, each with whether it came from the document."""
     labels: list[tuple[str, bool]] = []
     if content_type_header:
-        match = _HEADER_CHARSET_RE.search(content_type_header)
-        if match:
-            labels.append((match.group(1), False))
+        header_match = _HEADER_CHARSET_RE.search(content_type_header)
+        if header_match:
+            labels.append((header_match.group(1), False))
     head = body[:_SNIFF_BYTES]
     for pattern in (_META_CHARSET_RE, _XML_ENCODING_RE):
-        match = pattern.search(head)
-        if match:
-            labels.append((match.group(1).decode("ascii", "replace"), True))
+        found = pattern.search(head)
+        if found:
+            labels.append((found.group(1).decode("ascii", "replace"), True))
     return labels
 
 
@@ -127,9 +127,9 @@ def _detect(body: bytes) -> str | None:
 
 def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]:
     """Decode an HTML body; returns ``(text, codec name used)``. Never raises on any bytes."""
-    for bom, codec in _BOMS:
+    for bom, bom_codec in _BOMS:
         if body.startswith(bom):
-            return body[len(bom) :].decode(codec, "replace"), codec
+            return body[len(bom) :].decode(bom_codec, "replace"), bom_codec
 
     for label, in_document in _declared_labels(body, content_type_header):
         codec = _codec_name(label, in_document=in_document)
@@ -141,14 +141,14 @@ def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]
                 return body.decode("utf-8"), "utf-8"
             except UnicodeDecodeError:
                 return body.decode(codec, "replace"), codec
-        text = _decode_tolerant(body, codec)
-        if text is not None:
-            return text, codec
+        declared = _decode_tolerant(body, codec)
+        if declared is not None:
+            return declared, codec
         logger.debug("declared charset %s does not fit the body", codec)
 
-    text = _decode_tolerant(body, "utf-8")
-    if text is not None:
-        return text, "utf-8"
+    as_utf8 = _decode_tolerant(body, "utf-8")
+    if as_utf8 is not None:
+        return as_utf8, "utf-8"
 
     detected = _detect(body)
     if detected is not None:

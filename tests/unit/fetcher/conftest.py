@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ class SeenRequest:
     raw_path: str
     host: str
     headers: dict[str, str]
+    at: float  # time.monotonic() on arrival
 
 
 @dataclass
@@ -53,8 +55,12 @@ async def serve() -> AsyncIterator[ServeFn]:
         log: list[SeenRequest] = []
 
         @web.middleware
-        async def record(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
-            log.append(SeenRequest(request.method, request.raw_path, request.host, dict(request.headers)))
+        async def record(
+            request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+        ) -> web.StreamResponse:
+            log.append(
+                SeenRequest(request.method, request.raw_path, request.host, dict(request.headers), time.monotonic())
+            )
             return await handler(request)
 
         app.middlewares.insert(0, record)

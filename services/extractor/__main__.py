@@ -1,0 +1,3 @@
+from services.extractor.main import main
+
+main()

@@ -1,0 +1,62 @@
+"""Consumes fetch results, produces documents (keyed by content fingerprint) and page links."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from prometheus_client import Counter
+
+from libs.common.errors import PoisonMessage
+from libs.common.kafka.consumer import Record
+from libs.common.kafka.producer import TopicProducer
+from libs.common.topics import DOCUMENTS, PAGE_LINKS
+from libs.common.urls import url_key
+from services.extractor.page_extractor import Extracted, extract_page, should_extract
+from services.extractor.settings import ExtractorSettings
+
+log = logging.getLogger(__name__)
+
+PAGES = Counter("trawl_extracted_pages_total", "Fetch results handled, by result.", ["result"])
+
+
+class ExtractorHandler:
+    def __init__(self, producer: TopicProducer, settings: ExtractorSettings) -> None:
+        self._producer = producer
+        self._settings = settings
+
+    def _extract_all(self, records: list[Record[Any]]) -> list[Extracted | Exception | None]:
+        out: list[Extracted | Exception | None] = []
+        for record in records:
+            if not should_extract(record.value):
+                PAGES.labels("skipped").inc()
+                out.append(None)
+                continue
+            try:
+                out.append(extract_page(record.value, robots_token=self._settings.robots_token,
+                                        max_html_bytes=self._settings.max_html_bytes,
+                                        max_links=self._settings.max_links))
+            except PoisonMessage as exc:
+                out.append(exc)
+        return out
+
+    async def __call__(self, records: list[Record[Any]]) -> None:
+        results = await asyncio.to_thread(self._extract_all, records)
+        for record, result in zip(records, results, strict=True):
+            if isinstance(result, Exception):
+                if len(records) == 1:
+                    raise result
+                await self([record])  # alone, so that only this record is dead-lettered
+                continue
+            if result is None:
+                continue
+            if result.document.extraction_error:
+                PAGES.labels("fallback").inc()
+                log.info("extraction fell back: %s", result.document.extraction_error,
+                         extra={"url": result.document.url})
+            else:
+                PAGES.labels("ok").inc()
+            self._producer.send(DOCUMENTS, result.document.content_fingerprint or url_key(result.document.url),
+                                result.document)
+            self._producer.send(PAGE_LINKS, url_key(result.links.url), result.links)

@@ -1,0 +1,31 @@
+"""Entry point of the extractor service."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from libs.common.grpc_server import GrpcServer
+from libs.common.kafka.consumer import TopicConsumer
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.service import RuntimeSettings, Service, run_service
+from libs.common.settings import load_settings
+from libs.common.topics import FETCH_RESULTS
+from services.extractor.handler import ExtractorHandler
+from services.extractor.settings import ExtractorSettings
+
+
+async def build(env: Mapping[str, str]) -> Service:
+    kafka = load_settings(KafkaSettings, env)
+    runtime = load_settings(RuntimeSettings, env)
+    settings = load_settings(ExtractorSettings, env)
+    producer = TopicProducer(kafka, "extractor")
+    consumer = TopicConsumer(
+        kafka, service="extractor", group_id=settings.group_id, topics=[FETCH_RESULTS],
+        handler=ExtractorHandler(producer, settings), producer=producer, batch_size=settings.batch_size,
+    )
+    return Service("extractor", GrpcServer(runtime.grpc_address), [producer, consumer])
+
+
+def main() -> None:
+    run_service("extractor", build)

@@ -1,0 +1,3 @@
+from services.fetcher.main import main
+
+main()

@@ -1,0 +1,111 @@
+"""Turns each fetch request into a fetch result and a fetch outcome.
+
+The consumer runs many requests at once (one task each); the politeness layer makes
+requests to the same host wait their turn. Results carry the (capped) body compressed
+with zlib; outcomes are small and tell the scheduler the host's next allowed time.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from typing import Any
+
+from prometheus_client import Counter, Histogram
+
+from libs.common.errors import PoisonMessage
+from libs.common.kafka.consumer import Record
+from libs.common.kafka.producer import TopicProducer
+from libs.common.topics import FETCH_OUTCOMES, FETCH_RESULTS
+from libs.common.wire import messages as pb
+from services.fetcher.clock import Clock
+from services.fetcher.fetch_core import FetchAttempt, FetchCore
+
+log = logging.getLogger(__name__)
+
+FETCHES = Counter("trawl_fetches_total", "Fetch attempts by outcome and HTTP status class.", ["outcome", "status"])
+FETCH_BYTES = Counter("trawl_fetch_bytes_total", "Decoded body bytes fetched.")
+FETCH_SECONDS = Histogram(
+    "trawl_fetch_seconds", "Time of a fetch (request to end of body).",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+
+STATUS = {
+    "ok": pb.FETCH_STATUS_OK,
+    "http_error": pb.FETCH_STATUS_HTTP_ERROR,
+    "network_error": pb.FETCH_STATUS_NETWORK_ERROR,
+    "robots_disallowed": pb.FETCH_STATUS_ROBOTS_DISALLOWED,
+    "too_large": pb.FETCH_STATUS_TOO_LARGE,
+    "invalid_url": pb.FETCH_STATUS_INVALID_URL,
+    "unsupported_type": pb.FETCH_STATUS_UNSUPPORTED_TYPE,
+    "redirect_disallowed": pb.FETCH_STATUS_REDIRECT,
+    "host_parked": pb.FETCH_STATUS_NETWORK_ERROR,
+    "politeness_timeout": pb.FETCH_STATUS_NETWORK_ERROR,
+}
+COMPRESS_ABOVE = 1024
+
+
+def encode_body(body: bytes) -> tuple[bytes, str]:
+    if len(body) <= COMPRESS_ABOVE:
+        return body, "identity"
+    return zlib.compress(body, 3), "zlib"
+
+
+class FetchWorker:
+    def __init__(self, core: FetchCore, producer: TopicProducer, clock: Clock) -> None:
+        self._core = core
+        self._producer = producer
+        self._clock = clock
+
+    def _wall_ms(self, clock_time: float) -> int:
+        return int((time.time() + (clock_time - self._clock.now())) * 1000)
+
+    async def __call__(self, records: list[Record[Any]]) -> None:
+        for record in records:
+            await self.handle(record.value)
+
+    async def handle(self, request: pb.FetchRequest) -> None:
+        if not request.url or not request.request_id:
+            raise PoisonMessage("fetch request without url or request id")
+        attempt = await self._core.fetch(request.url)
+        self.publish(request, attempt)
+
+    def publish(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:
+        response = attempt.response
+        status = STATUS[attempt.outcome]
+        http_status = response.status if response else 0
+        fetched_at_ms = int(time.time() * 1000)
+        elapsed_ms = int(response.elapsed * 1000) if response else 0
+        error = "" if attempt.outcome == "ok" else (attempt.detail or (response.error if response else ""))
+        FETCHES.labels(attempt.outcome, f"{http_status // 100}xx" if http_status else "none").inc()
+        if response is not None:
+            FETCH_SECONDS.observe(response.elapsed)
+            FETCH_BYTES.inc(len(response.body))
+            if attempt.outcome in ("ok", "too_large", "http_error"):
+                body, codec = encode_body(response.body)
+                self._producer.send(
+                    FETCH_RESULTS,
+                    request.host,
+                    pb.FetchResult(
+                        request_id=request.request_id, url=request.url, final_url=response.final_url,
+                        host=request.host, status=status, http_status=http_status,
+                        headers=[pb.Header(name=k, value=v[:8192]) for k, v in response.headers[:200]],
+                        body=body, body_codec=codec, body_size=len(response.body), truncated=response.truncated,
+                        fetched_at_ms=fetched_at_ms, elapsed_ms=elapsed_ms, error=error,
+                        redirect_chain=list(response.redirect_chain), content_type=response.content_type,
+                        depth=request.depth, x_robots_tag=response.header("X-Robots-Tag") or "",
+                    ),
+                )
+        self._producer.send(
+            FETCH_OUTCOMES,
+            request.host,
+            pb.FetchOutcome(
+                request_id=request.request_id, url=request.url, host=request.host, status=status,
+                http_status=http_status, error=error[:2000], retryable=attempt.retryable,
+                fetched_at_ms=fetched_at_ms, elapsed_ms=elapsed_ms,
+                final_url=response.final_url if response else "", attempt=request.attempt,
+                body_size=len(response.body) if response else 0,
+                host_next_allowed_at_ms=self._wall_ms(attempt.host_next_allowed_at),
+            ),
+        )

@@ -1,0 +1,3 @@
+from services.linkbase.main import main
+
+main()

@@ -1,0 +1,61 @@
+"""Entry point of the linkbase service."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import grpc
+
+from libs.common.db.migrations import apply_migrations
+from libs.common.db.pool import Database
+from libs.common.db.settings import DatabaseSettings
+from libs.common.grpc_server import GrpcServer
+from libs.common.kafka.consumer import TopicConsumer
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.service import RuntimeSettings, Service, run_service
+from libs.common.settings import load_settings
+from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, PAGE_LINKS
+from libs.common.wire import linkbase_grpc
+from services.linkbase.api import SERVICE_NAME, LinkbaseApi
+from services.linkbase.graph import GraphReader
+from services.linkbase.handler import LinkbaseHandler
+from services.linkbase.outbox import DiscoveryPublisher
+from services.linkbase.settings import LinkbaseSettings
+from services.linkbase.store import LinkStore
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+async def build(env: Mapping[str, str]) -> Service:
+    kafka = load_settings(KafkaSettings, env)
+    database = load_settings(DatabaseSettings, env)
+    runtime = load_settings(RuntimeSettings, env)
+    settings = load_settings(LinkbaseSettings, env)
+    await asyncio.to_thread(apply_migrations, database.dsn, "linkbase", MIGRATIONS)
+    db = Database(database, "linkbase")
+    producer = TopicProducer(kafka, "linkbase")
+    publisher = DiscoveryPublisher(db, producer, interval=settings.publish_interval, chunk=settings.publish_chunk)
+    consumer = TopicConsumer(
+        kafka,
+        service="linkbase",
+        group_id=settings.group_id,
+        topics=[PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES],
+        handler=LinkbaseHandler(LinkStore(db), publisher),
+        producer=producer,
+        concurrency=1,
+        batch_size=settings.batch_size,
+    )
+    api = LinkbaseApi(GraphReader(db))
+
+    def register(server: grpc.aio.Server) -> None:
+        linkbase_grpc.add_LinkbaseServiceServicer_to_server(api, server)
+
+    grpc_server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[register])
+    return Service("linkbase", grpc_server, components=[db, producer, publisher, consumer])
+
+
+def main() -> None:
+    run_service("linkbase", build)

@@ -1,0 +1,118 @@
+"""Decoding fetched bytes: header, BOM, meta, UTF-8, detection and garbage."""
+
+from __future__ import annotations
+
+import codecs
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from services.extractor.charset import decode_html
+
+FRENCH = (
+    "Le cœur déçu mais l'âme plutôt naïve, Louÿs rêva de crapaüter en canoë au delà des îles, "
+    "près du mälström où brûlent les novæ. Où est passé l'été ? Ça coûte 5 € à Noël. "
+)
+
+
+def _page(text: str, head: str = "") -> str:
+    return f"<html><head>{head}<title>Page</title></head><body><p>{text * 4}</p></body></html>"
+
+
+def test_header_charset_latin1() -> None:
+    body = _page(FRENCH.replace("€", "E").replace("œ", "oe")).encode("latin-1")
+    text, encoding = decode_html(body, "text/html; charset=ISO-8859-1")
+    assert "déçu" in text
+    assert encoding == "cp1252"  # browsers read latin-1 labels as windows-1252
+
+
+def test_header_charset_quoted_and_cp1252_euro() -> None:
+    body = _page(FRENCH).encode("cp1252")
+    text, encoding = decode_html(body, 'text/html; charset="windows-1252"')
+    assert "5 €" in text
+    assert "cœur" in text
+    assert encoding == "cp1252"
+
+
+def test_meta_charset_and_http_equiv() -> None:
+    body = _page("こんにちは世界、クローラーです。", '<meta charset="Shift_JIS">').encode("cp932")
+    text, encoding = decode_html(body, "text/html")
+    assert "こんにちは世界" in text
+    assert encoding == "cp932"
+    legacy = '<meta http-equiv="Content-Type" content="text/html; charset=koi8-r">'
+    body = _page("Привет, мир", legacy).encode("koi8-r")
+    text, encoding = decode_html(body, None)
+    assert "Привет, мир" in text
+    assert encoding == "koi8-r"
+
+
+def test_meta_charset_beyond_4kb_is_ignored() -> None:
+    late = ("<!--" + "x" * 5000 + '--><meta charset="koi8-r"><p>ascii only</p>').encode("ascii")
+    assert decode_html(late, None)[1] == "utf-8"
+    early = ('<meta charset="koi8-r"><!--' + "x" * 5000 + "--><p>ascii only</p>").encode("ascii")
+    assert decode_html(early, None)[1] == "koi8-r"
+
+
+def test_bom_wins_over_header() -> None:
+    body = codecs.BOM_UTF8 + _page(FRENCH).encode("utf-8")
+    text, encoding = decode_html(body, "text/html; charset=iso-8859-1")
+    assert encoding == "utf-8"
+    assert text.startswith("<html>")
+    assert "cœur" in text
+    body16 = codecs.BOM_UTF16_LE + _page("hé").encode("utf-16-le")
+    text, encoding = decode_html(body16, None)
+    assert encoding == "utf-16-le"
+    assert "hé" in text
+
+
+def test_declared_utf8_but_body_is_cp1252() -> None:
+    body = _page(FRENCH).encode("cp1252")
+    text, encoding = decode_html(body, "text/html; charset=utf-8")
+    assert encoding != "utf-8"
+    assert "déçu" in text
+    assert "\ufffd" not in text
+
+
+def test_declared_latin1_but_body_is_utf8() -> None:
+    body = _page(FRENCH).encode("utf-8")
+    text, encoding = decode_html(body, "text/html; charset=iso-8859-1")
+    assert encoding == "utf-8"
+    assert "déçu" in text
+
+
+def test_a_few_bad_bytes_do_not_discard_the_declaration() -> None:
+    body = _page(FRENCH * 10).encode("utf-8") + b"\xff"
+    text, encoding = decode_html(body, "text/html; charset=utf-8")
+    assert encoding == "utf-8"
+    assert "déçu" in text
+
+
+def test_undeclared_utf8() -> None:
+    text, encoding = decode_html(_page(FRENCH).encode("utf-8"), None)
+    assert (encoding, "déçu" in text) == ("utf-8", True)
+
+
+@pytest.mark.parametrize("header", ["text/html; charset=bogus-9", "text/html; charset=base64", "charset=", None])
+def test_unknown_or_non_text_charset_labels_fall_back(header: str | None) -> None:
+    text, encoding = decode_html(_page("plain").encode("ascii"), header)
+    assert "plain" in text
+    assert encoding == "utf-8"
+
+
+def test_garbage_bytes() -> None:
+    rng = random.Random(7)
+    garbage = bytes(rng.randrange(256) for _ in range(20000))
+    text, encoding = decode_html(garbage, "text/html; charset=utf-8")
+    assert isinstance(text, str)
+    assert codecs.lookup(encoding)
+    assert decode_html(b"", None) == ("", "utf-8")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000), st.one_of(st.none(), st.text(max_size=40)))
+def test_never_raises(body: bytes, header: str | None) -> None:
+    text, encoding = decode_html(body, header)
+    assert isinstance(text, str)
+    assert encoding
