@@ -52,7 +52,7 @@ def _broker(settings: StackSettings) -> LocalBroker:
     return LocalBroker(settings.root / "broker", settings.broker_port)
 
 
-def _postgres(settings: StackSettings) -> LocalPostgres:
+def _postgres(settings: StackSettings, database: str = "trawl") -> LocalPostgres:
     """The server's data folder lives in the stack home when the server's OS user can reach it,
     else under /var/tmp (a home under /root, mode 0700, is out of its reach)."""
     data = settings.root / "postgres"
@@ -61,7 +61,7 @@ def _postgres(settings: StackSettings) -> LocalPostgres:
         data = Path("/var/tmp") / f"trawl-{digest}" / "postgres"
         data.parent.mkdir(parents=True, exist_ok=True)
         data.parent.chmod(0o755)
-    return LocalPostgres(data, settings.postgres_port, os_user=PG_USER)
+    return LocalPostgres(data, settings.postgres_port, os_user=PG_USER, database=database)
 
 
 def supervisor_pid(settings: StackSettings) -> int | None:
@@ -70,12 +70,12 @@ def supervisor_pid(settings: StackSettings) -> int | None:
 
 
 def up(settings: StackSettings, env: Mapping[str, str], extra_env: Mapping[str, str] | None = None,
-       wait_healthy: float = 90.0) -> StackState:
+       wait_healthy: float = 90.0, database: str = "trawl") -> StackState:
     root = settings.root
     for folder in (root, logs_dir(settings), run_dir(settings)):
         folder.mkdir(parents=True, exist_ok=True)
     bootstrap = env.get("TRAWL_KAFKA_BOOTSTRAP") or _broker(settings).ensure_started()
-    dsn = env.get("TRAWL_DATABASE_URL") or _postgres(settings).ensure_started()
+    dsn = env.get("TRAWL_DATABASE_URL") or _postgres(settings, database).ensure_started()
     prefix = env.get("TRAWL_TOPIC_PREFIX", "")
     create_topics(bootstrap, [(prefix + t.name, t.partitions) for t in ALL_TOPICS])
     migrate_all(dsn)
@@ -117,12 +117,31 @@ def service_health(state: StackState) -> dict[str, str]:
     return {s: health.check(f"127.0.0.1:{port}") for s, port in state.grpc_ports.items()}
 
 
+def stop_services(settings: StackSettings, timeout: float = 60.0) -> bool:
+    """Stops the supervisor and with it the services (each drains on SIGTERM)."""
+    pid = supervisor_pid(settings)
+    if pid is None:
+        return False
+    procs.terminate(pid, timeout)
+    return True
+
+
+def ensure_postgres(settings: StackSettings, env: Mapping[str, str]) -> str:
+    """The admin DSN (database ``postgres``) of the configured or local server."""
+    configured = env.get("TRAWL_DATABASE_URL")
+    if configured:
+        from libs.localinfra.pgadmin import dsn_with_database
+
+        return dsn_with_database(configured, "postgres")
+    pg = _postgres(settings)
+    pg.ensure_started()
+    return pg.dsn("postgres")
+
+
 def down(settings: StackSettings, timeout: float = 60.0) -> list[str]:
     """Stops the services (drained), then the broker and PostgreSQL this stack started."""
     stopped = []
-    pid = supervisor_pid(settings)
-    if pid is not None:
-        procs.terminate(pid, timeout)
+    if stop_services(settings, timeout):
         stopped.append("services")
     state = StackState.load(state_path(settings))
     if state is None or state.managed_broker:
@@ -183,7 +202,7 @@ def lag_by_group(settings: StackSettings) -> dict[str, int]:
     from libs.common.kafka.lag import group_lag
 
     state = StackState.load(state_path(settings))
-    if state is None or not _broker(settings).is_running() and state.managed_broker:
+    if state is None or (not _broker(settings).is_running() and state.managed_broker):
         return {}
     out = {}
     for service, (group, topics) in GROUPS.items():

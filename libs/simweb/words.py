@@ -71,7 +71,7 @@ openly gently firmly nearly mostly partly briefly steadily eventually already
 
 PREPOSITIONS = _unique("of in near across beside beyond under over through along behind toward with from")
 # Repeats weight the draw: "the" three times as likely as "this".
-DETERMINERS = ["the", "the", "the", "a", "a", "this", "that", "every", "each", "one", "another", "their", "our"]
+DETERMINERS = ["the", "the", "the", "a", "a", "this", "that", "every", "each", "one", "another", "their"]
 FIRST_NAMES = ["Ada", "Ben", "Chen", "Dara", "Eli", "Farah", "Gus", "Hana", "Ivo", "June", "Kai", "Lena"]
 CONJUNCTIONS = ["and", "but", "while", "because", "although", "so", "after", "before"]
 LINK_LEADS = ["See also", "Read more in", "Related:", "As covered in", "Compare with", "Background:"]

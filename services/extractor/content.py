@@ -171,7 +171,7 @@ def _fallback(html: str, why: str, language: str, truncated: bool) -> PageConten
     body = root.find("body")
     if body is None:
         body = root
-    lxml.etree.strip_elements(body, *_FALLBACK_DROPPED_TAGS, lxml.etree.Comment, with_tail=False)
+    lxml.etree.strip_elements(body, *_FALLBACK_DROPPED_TAGS, with_tail=False)
     raw = _block_text(body)
     text = _BLANK_LINES_RE.sub("\n", _SPACES_RE.sub(" ", raw)).strip()
     error = f"fallback:{why}" if text else f"fallback:{why}:no_text"
@@ -187,12 +187,16 @@ _BLOCK_TAGS = frozenset(
 def _block_text(body: Any) -> str:
     """Text of ``body`` in document order, with a line break at each block boundary."""
     parts: list[str] = []
-    for event, node in lxml.etree.iterwalk(body, events=("start", "end")):
-        block = isinstance(node.tag, str) and node.tag in _BLOCK_TAGS
+    for event, node in lxml.etree.iterwalk(body, events=("start", "end", "comment", "pi")):
+        if event in ("comment", "pi"):  # reported once: only their tail is text
+            if node.tail:
+                parts.append(node.tail)
+            continue
+        block = node.tag in _BLOCK_TAGS
         if event == "start":
             if block:
                 parts.append("\n")
-            if node.text and isinstance(node.tag, str):
+            if node.text:
                 parts.append(node.text)
         else:
             if block:

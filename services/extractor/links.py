@@ -142,9 +142,9 @@ def _anchor_text(element: Any, limit: int) -> str:
     parts: list[str] = []
     size = 0
     budget = limit * 4  # enough raw text to fill ``limit`` after whitespace collapsing
-    for event, node in lxml.etree.iterwalk(element, events=("start", "end")):
-        if not isinstance(node.tag, str):  # comments and processing instructions
-            if event == "end" and node is not element and node.tail:
+    for event, node in lxml.etree.iterwalk(element, events=("start", "end", "comment", "pi")):
+        if event in ("comment", "pi"):  # reported once: only their tail is text
+            if node.tail:
                 parts.append(node.tail)
                 size += len(node.tail)
             continue

@@ -1,0 +1,3 @@
+from services.dedup.main import main
+
+main()
