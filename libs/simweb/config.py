@@ -54,7 +54,7 @@ class SimWebConfig:
     """Share of pages that copy another page's article with a few words changed."""
     near_duplicate_edits: int = 5
     paragraphs_median: int = 12
-    paragraphs_range: tuple[int, int] = (6, 70)
+    paragraphs_range: tuple[int, int] = (7, 70)
     # robots.txt variants; each share is of all hosts and the variants are exclusive.
     robots_unavailable_ratio: float = 0.03
     """robots.txt answers 503: per RFC 9309 the whole host is disallowed."""

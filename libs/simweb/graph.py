@@ -197,7 +197,7 @@ class _Builder:
         for n, hub in enumerate(host.hubs):
             self._new(host, hub[len(host.home_url) - 1:], "hub", 2 * self._fitness(),
                       f"{host.brand} News" + ("" if n == 0 else f" {n + 1}"),
-                      TextSpec(rng.getrandbits(64), 1), config.start_time - config.hub_backlog)
+                      TextSpec(rng.getrandbits(64), 3), config.start_time - config.hub_backlog)
         sections = max(1, min(12, 1 + plan.page_count // 40))
         private_host = host.robots == "disallow_private"
         privates = 0

@@ -42,7 +42,7 @@ def _validated(record: Record[Any]) -> tuple[pb.Document, str]:
     return doc, key
 
 
-def _rounds(claims: list[Claim]) -> list[list[Claim]]:
+def claim_rounds(claims: list[Claim]) -> list[list[Claim]]:
     """Cuts claims, in order, into runs in which no URL appears twice (the index answers per URL).
 
     A URL is claimed twice in one batch only when it was fetched twice with different
@@ -70,7 +70,7 @@ class DedupHandler:
     async def __call__(self, records: list[Record[Any]]) -> None:
         docs = [_validated(record) for record in records]
         answers: dict[Claim, str] = {}
-        for claims in _rounds([Claim(doc.url, doc.content_fingerprint) for doc, _key in docs if doc.text.strip()]):
+        for claims in claim_rounds([Claim(doc.url, doc.content_fingerprint) for doc, _key in docs if doc.text.strip()]):
             first_urls = await self._index.claim(claims)
             answers.update((claim, first_urls[claim.url]) for claim in claims)
         now_ms = int(self._clock() * 1000)

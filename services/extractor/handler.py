@@ -34,9 +34,14 @@ class ExtractorHandler:
                 out.append(None)
                 continue
             try:
-                out.append(extract_page(record.value, robots_token=self._settings.robots_token,
-                                        max_html_bytes=self._settings.max_html_bytes,
-                                        max_links=self._settings.max_links))
+                out.append(
+                    extract_page(
+                        record.value,
+                        robots_token=self._settings.robots_token,
+                        max_html_bytes=self._settings.max_html_bytes,
+                        max_links=self._settings.max_links,
+                    )
+                )
             except PoisonMessage as exc:
                 out.append(exc)
         return out
@@ -53,10 +58,12 @@ class ExtractorHandler:
                 continue
             if result.document.extraction_error:
                 PAGES.labels("fallback").inc()
-                log.info("extraction fell back: %s", result.document.extraction_error,
-                         extra={"url": result.document.url})
+                log.info(
+                    "extraction fell back: %s", result.document.extraction_error, extra={"url": result.document.url}
+                )
             else:
                 PAGES.labels("ok").inc()
-            self._producer.send(DOCUMENTS, result.document.content_fingerprint or url_key(result.document.url),
-                                result.document)
+            self._producer.send(
+                DOCUMENTS, result.document.content_fingerprint or url_key(result.document.url), result.document
+            )
             self._producer.send(PAGE_LINKS, url_key(result.links.url), result.links)

@@ -57,9 +57,7 @@ LinkClass = Literal["internal", "external", "bad"]
 _WHITESPACE_RE = re.compile(r"\s+")
 _SKIPPED_TEXT_TAGS = frozenset({"script", "style", "template", "noscript"})
 # Directives of the X-Robots-Tag header that carry a value after a colon.
-_VALUED_DIRECTIVES = frozenset(
-    {"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"}
-)
+_VALUED_DIRECTIVES = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
 
 
 @dataclass(frozen=True)
@@ -254,9 +252,7 @@ def extract_links(
         if not _add_link(collector, href, anchor, nofollow, resolve_against, policy, max_href_length):
             break
 
-    links = [
-        ExtractedLink(e.url, e.anchor, e.link_class, e.bad_reason, e.nofollow) for e in collector.entries.values()
-    ]
+    links = [ExtractedLink(e.url, e.anchor, e.link_class, e.bad_reason, e.nofollow) for e in collector.entries.values()]
     if collector.truncated:
         logger.debug("link cap %d reached on %s", max_links, page_url)
     return PageLinkSet(links, meta.nofollow, meta.noindex, canonical, resolve_against, collector.truncated)

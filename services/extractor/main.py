@@ -21,8 +21,13 @@ async def build(env: Mapping[str, str]) -> Service:
     settings = load_settings(ExtractorSettings, env)
     producer = TopicProducer(kafka, "extractor")
     consumer = TopicConsumer(
-        kafka, service="extractor", group_id=settings.group_id, topics=[FETCH_RESULTS],
-        handler=ExtractorHandler(producer, settings), producer=producer, batch_size=settings.batch_size,
+        kafka,
+        service="extractor",
+        group_id=settings.group_id,
+        topics=[FETCH_RESULTS],
+        handler=ExtractorHandler(producer, settings),
+        producer=producer,
+        batch_size=settings.batch_size,
     )
     return Service("extractor", GrpcServer(runtime.grpc_address), [producer, consumer])
 

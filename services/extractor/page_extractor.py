@@ -58,17 +58,33 @@ def extract_page(result: pb.FetchResult, *, robots_token: str, max_html_bytes: i
     content = extract_content(html, base)
     fingerprint = content_fingerprint(content.text) if content.text else ""
     document = pb.Document(
-        url=page_url, host=url_host(page_url), title=content.title, text=content.text, language=content.language,
-        published_at_ms=content.published_at_ms, content_fingerprint=fingerprint,
-        fetched_at_ms=result.fetched_at_ms, noindex=link_set.meta_noindex or header_noindex,
-        canonical_url=link_set.canonical_url or "", author=content.author, extraction_error=content.error,
+        url=page_url,
+        host=url_host(page_url),
+        title=content.title,
+        text=content.text,
+        language=content.language,
+        published_at_ms=content.published_at_ms,
+        content_fingerprint=fingerprint,
+        fetched_at_ms=result.fetched_at_ms,
+        noindex=link_set.meta_noindex or header_noindex,
+        canonical_url=link_set.canonical_url or "",
+        author=content.author,
+        extraction_error=content.error,
     )
     links = pb.PageLinks(
-        url=page_url, host=url_host(page_url), fetched_at_ms=result.fetched_at_ms, depth=result.depth,
+        url=page_url,
+        host=url_host(page_url),
+        fetched_at_ms=result.fetched_at_ms,
+        depth=result.depth,
         nofollow=link_set.meta_nofollow or header_nofollow,
         links=[
-            pb.Link(url=link.url, anchor=link.anchor, link_class=LINK_CLASS[link.link_class],
-                    bad_reason=link.bad_reason, nofollow=link.nofollow)
+            pb.Link(
+                url=link.url,
+                anchor=link.anchor,
+                link_class=LINK_CLASS[link.link_class],
+                bad_reason=link.bad_reason,
+                nofollow=link.nofollow,
+            )
             for link in link_set.links
         ],
     )

@@ -118,6 +118,7 @@ class HttpFetcher:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._wall_clock = wall_clock
         self._session: aiohttp.ClientSession | None = None
+        self._resolver: StaticHostResolver | None = None
         validate_host_map(self._host_map)
 
     @property
@@ -129,10 +130,11 @@ class HttpFetcher:
         """Open the connection pool."""
         if self._session is not None:
             return
+        self._resolver = StaticHostResolver(self._host_map)
         connector = aiohttp.TCPConnector(
             limit=self._connection_limit,
             limit_per_host=self._connection_limit_per_host,
-            resolver=StaticHostResolver(self._host_map),
+            resolver=self._resolver,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
@@ -146,8 +148,11 @@ class HttpFetcher:
     async def stop(self) -> None:
         """Close the connection pool; in-flight fetches fail with a connection error."""
         session, self._session = self._session, None
+        resolver, self._resolver = self._resolver, None
         if session is not None:
             await session.close()
+        if resolver is not None:  # the connector does not close a resolver it was given
+            await resolver.close()
 
     def accepts(self, content_type: str) -> bool:
         """Whether a body of media type ``content_type`` is kept (``""`` counts as accepted)."""
@@ -170,7 +175,8 @@ class HttpFetcher:
         ``disallowed_redirect:<target>``. Never raises for network, protocol
         or URL problems (exceptions from ``allow`` propagate).
         """
-        if self._session is None:
+        session = self._session
+        if session is None:
             raise RuntimeError("HttpFetcher.start() has not been called")
         limit = self._max_redirects if max_redirects is None else max_redirects
         try:
@@ -186,7 +192,7 @@ class HttpFetcher:
         loop = asyncio.get_running_loop()
         while True:
             started, real_started = self._clock.now(), loop.time()
-            hop_or_error = await self._request(self._session, current, budget, accept_all_types)
+            hop_or_error = await self._request(session, current, budget, accept_all_types)
             elapsed += self._clock.now() - started
             budget -= loop.time() - real_started
             if isinstance(hop_or_error, str):
@@ -228,6 +234,8 @@ class HttpFetcher:
         """One GET of ``url`` within ``budget`` seconds: a hop, or an error code."""
         if budget <= 0:
             return ERROR_TIMEOUT
+        if session.closed:
+            return "client_error:stopped"
         try:
             async with (
                 asyncio.timeout(budget),

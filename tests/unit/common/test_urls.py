@@ -33,7 +33,7 @@ CASES: list[tuple[str, str | None, str]] = [
     # percent-encoding
     ("http://h.com/%7euser/%41%62c", None, "http://h.com/~user/Abc"),
     ("http://h.com/a%2fb%3a", None, "http://h.com/a%2Fb%3A"),
-    ("http://h.com/a b/\"x\"<>", None, "http://h.com/a%20b/%22x%22%3C%3E"),
+    ('http://h.com/a b/"x"<>', None, "http://h.com/a%20b/%22x%22%3C%3E"),
     ("http://h.com/caf\u00e9?q=\u00fc", None, "http://h.com/caf%C3%A9?q=%C3%BC"),
     ("http://h.com/100%", None, "http://h.com/100%25"),
     ("http://h.com/a?x=1%26y%3D2&z=%7e", None, "http://h.com/a?x=1%26y%3D2&z=~"),
@@ -58,6 +58,7 @@ CASES: list[tuple[str, str | None, str]] = [
     ("http://h.com/?fbclid=x&gclid=y&msclkid=z&q=1", None, "http://h.com/?q=1"),
     ("http://h.com/?PHPSESSID=1&sid=2&jsessionid=3&sessionid=4", None, "http://h.com/"),
     ("http://h.com/p;jsessionid=ABC?x=1&&y=2&", None, "http://h.com/p?x=1&y=2"),
+    ("http://h.com/a/..;jsessionid=1/b;v=2;sid=3", None, "http://h.com/b;v=2"),
     ("http://h.com/?", None, "http://h.com/"),
     ("http://h.com/?utm_x", None, "http://h.com/"),
     ("http://h.com/?%75tm_source=1&k=v", None, "http://h.com/?k=v"),
@@ -175,8 +176,13 @@ def test_registered_domain(host: str, expected: str) -> None:
 _LABEL = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=10)
 _TLD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=6)
 _HOST = st.builds(lambda labels, tld: ".".join([*labels, tld]), st.lists(_LABEL, max_size=3), _TLD)
-_SEGMENT_CHARS = "abcXYZ09-._~!$&'()*+,;=:@%/ \u00e9\u4e2d"
-_SEGMENT = st.text(alphabet="abcXYZ09-_~!$'()*+,:@\u00e9\u4e2d", min_size=0, max_size=8)
+_SEGMENT = st.lists(
+    st.one_of(
+        st.text(alphabet="abcXYZ09-_~!$'()*+,:@\u00e9\u4e2d", min_size=1, max_size=3),
+        st.sampled_from(["%2F", "%3F", "%23", "%25", "%3A", "%E9"]),
+    ),
+    max_size=4,
+).map("".join)
 _PATH = st.lists(_SEGMENT, min_size=0, max_size=5).map(lambda segs: "/" + "/".join(segs))
 _QUERY_PIECE = st.tuples(
     st.text(alphabet="abcdefgh_", min_size=1, max_size=6), st.text(alphabet="xyz019-~.", max_size=6)
@@ -196,14 +202,22 @@ def _random_case(draw: st.DrawFn, text: str) -> str:
 
 
 def _escape_some(draw: st.DrawFn, text: str) -> str:
-    """Percent-encode a random subset of unreserved ASCII characters, with random hex case."""
+    """Percent-encode some unreserved or non-ASCII characters and re-case existing escapes' hex."""
     out = []
-    for ch in text:
-        if ch.isascii() and (ch.isalnum() or ch in "-._~") and draw(st.booleans()):
-            escape = f"%{ord(ch):02X}"
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%":  # an escape of the plain form: same meaning in either hex case
+            escape = text[i : i + 3]
+            out.append(escape.lower() if draw(st.booleans()) else escape)
+            i += 3
+            continue
+        if (not ch.isascii() or ch.isalnum() or ch in "-._~") and draw(st.booleans()):
+            escape = "".join(f"%{b:02X}" for b in ch.encode("utf-8"))
             out.append(escape.lower() if draw(st.booleans()) else escape)
         else:
             out.append(ch)
+        i += 1
     return "".join(out)
 
 
@@ -257,12 +271,74 @@ def test_only_invalid_url_is_raised_and_result_is_idempotent(url: str, base: str
     assert normalize_url(once, "http://elsewhere.example/") == once
 
 
+_PATH_TOKENS = st.sampled_from(
+    [
+        ".",
+        "..",
+        "a",
+        "B",
+        "/",
+        "//",
+        ";sid=1",
+        ";jsessionid=A",
+        ";v=2",
+        "%2e",
+        "%2E%2e",
+        "%41",
+        "%7e",
+        "%zz",
+        "%",
+        "%2f",
+        "%3F",
+        "\u00e9",
+        "\u4e2d",
+        " ",
+        "[",
+        "]",
+        "\\",
+        "?",
+        "#",
+        "&",
+        "=",
+        "utm_source=x",
+        "q=1",
+        "+",
+        "\t",
+        "\x01",
+    ]
+)
+_AUTHORITIES = st.one_of(
+    _HOST,
+    st.sampled_from(
+        [
+            "B\u00fccher.example",
+            "[::1]",
+            "[::1",
+            "[v1.x]",
+            "[fe80::1%25eth0]",
+            "h.com:8080",
+            "h.com:80",
+            "h.com:99999",
+            "u:p@h.com",
+            "a@b@h.com",
+            "ex ample.com",
+            "\u2100.com",
+            "0x7f.1",
+            "1.2.3.256",
+            "h.com.",
+            "%41.com",
+            "xn--a.com",
+            "\u200d.com",
+            "",
+        ]
+    ),
+)
 _URLISH = st.builds(
-    lambda scheme, host, path, tail: f"{scheme}://{host}{path}{tail}",
+    lambda scheme, authority, tokens, tail: f"{scheme}://{authority}/{''.join(tokens)}{tail}",
     st.sampled_from(["http", "https", "HTTP", "hTTps"]),
-    st.one_of(_HOST, st.sampled_from(["B\u00fccher.example", "[::1]", "h.com:8080", "h.com:80", "u:p@h.com"])),
-    st.text(alphabet=_SEGMENT_CHARS + "?#[]\\\"<>^`{|}\t\x01", max_size=40).map(lambda p: "/" + p),
-    st.text(max_size=20),
+    _AUTHORITIES,
+    st.lists(_PATH_TOKENS, max_size=12),
+    st.text(max_size=10),
 )
 
 

@@ -20,11 +20,6 @@ def web() -> SimWeb:
     return build_web(SMALL)
 
 
-@pytest.fixture(scope="module")
-def default_web() -> SimWeb:
-    return build_web()
-
-
 def _in_degrees(web: SimWeb) -> Counter[str]:
     degrees: Counter[str] = Counter()
     for page in web.pages_at().values():
@@ -49,7 +44,7 @@ def test_another_seed_builds_another_web(web: SimWeb) -> None:
     assert sum(other.pages[u].links == web.pages[u].links for u in shared) < len(shared) / 10
 
 
-def test_default_web_builds_fast_and_has_the_requested_size(default_web: SimWeb) -> None:
+def test_default_web_builds_fast_and_has_the_requested_size() -> None:
     began = time.perf_counter()
     built = build_web()
     assert time.perf_counter() - began < 2.0

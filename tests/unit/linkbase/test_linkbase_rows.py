@@ -1,0 +1,84 @@
+"""Pure row helpers of the link base."""
+
+from __future__ import annotations
+
+from libs.common.urls import url_fingerprint
+from libs.common.wire import messages as pb
+from services.linkbase.rows import LinkRow, OutcomeRow, UrlRef, host_id, merge_links, resolve, targets_of
+
+
+def _link(source: int, url: str, *, followable: bool = True, anchor: str = "") -> LinkRow:
+    return LinkRow(source, resolve(url), anchor, pb.LINK_CLASS_INTERNAL, not followable, followable)
+
+
+def test_resolve_normalises_and_fingerprints() -> None:
+    ref = resolve("HTTP://Example.COM:80/a/./b#frag")
+    assert ref.url == "http://example.com/a/b"
+    assert ref.fp == url_fingerprint("http://example.com/a/b")
+    assert ref.host == "example.com"
+    assert ref.host_id == host_id("example.com")
+
+
+def test_host_id_is_a_stable_signed_64_bit_value() -> None:
+    assert host_id("example.com") == host_id("example.com")
+    assert host_id("example.com") != host_id("example.org")
+    assert -(2**63) <= host_id("example.com") < 2**63
+
+
+def test_home_page_is_the_root_path_without_query() -> None:
+    assert resolve("http://a.test").is_home_page
+    assert resolve("http://a.test/").is_home_page
+    assert not resolve("http://a.test/?q=1").is_home_page
+    assert not resolve("http://a.test/index.html").is_home_page
+
+
+def test_target_depth_is_one_more_than_the_shallowest_source() -> None:
+    links = [_link(1, "http://a.test/x"), _link(2, "http://a.test/x"), _link(2, "http://a.test/y")]
+    targets = {t.ref.url: t for t in targets_of(links, {1: 5, 2: 2})}
+    assert targets["http://a.test/x"].depth == 3
+    assert targets["http://a.test/x"].discovered_from_fp == 2
+    assert targets["http://a.test/y"].depth == 3
+
+
+def test_target_is_followable_when_any_link_to_it_is() -> None:
+    links = [_link(1, "http://a.test/x", followable=False), _link(2, "http://a.test/x")]
+    (target,) = targets_of(links, {1: 0, 2: 0})
+    assert target.followable
+
+
+def test_unknown_source_depth_leaves_target_depth_unknown() -> None:
+    (target,) = targets_of([_link(1, "http://a.test/x")], {1: None})
+    assert target.depth is None
+
+
+def test_targets_are_sorted_by_fingerprint() -> None:
+    links = [_link(1, f"http://a.test/{i}") for i in range(20)]
+    fps = [t.ref.fp for t in targets_of(links, {1: 0})]
+    assert fps == sorted(fps)
+
+
+def test_merge_links_keeps_first_anchor_and_follows_if_either_does() -> None:
+    first = _link(1, "http://a.test/x", followable=False, anchor="")
+    second = _link(1, "http://a.test/x", followable=True, anchor="second")
+    merged = merge_links(first, second)
+    assert merged.anchor == "second"
+    assert merged.followable and not merged.nofollow
+
+
+def _outcome(url: str, status: int) -> OutcomeRow:
+    ref: UrlRef = resolve(url)
+    return OutcomeRow(ref, "r1", 1, status, 0, 1000, 5, "")
+
+
+def test_only_home_page_outcomes_decide_host_availability() -> None:
+    assert _outcome("http://a.test/", pb.FETCH_STATUS_NETWORK_ERROR).host_available is False
+    assert _outcome("http://a.test/", pb.FETCH_STATUS_HTTP_ERROR).host_available is False
+    assert _outcome("http://a.test/", pb.FETCH_STATUS_OK).host_available is True
+    assert _outcome("http://a.test/", pb.FETCH_STATUS_ROBOTS_DISALLOWED).host_available is None
+    assert _outcome("http://a.test/page", pb.FETCH_STATUS_NETWORK_ERROR).host_available is None
+
+
+def test_success_means_a_body_was_delivered() -> None:
+    assert _outcome("http://a.test/p", pb.FETCH_STATUS_OK).succeeded
+    assert _outcome("http://a.test/p", pb.FETCH_STATUS_TOO_LARGE).succeeded
+    assert not _outcome("http://a.test/p", pb.FETCH_STATUS_REDIRECT).succeeded
