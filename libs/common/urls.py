@@ -70,6 +70,7 @@ _IPV4_PART_RE = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
 # enough for whitespace and removable parameters, small enough to stay cheap.
 _RAW_LENGTH_FACTOR = 4
 _MAX_REASON_SCHEME = 32
+_DEFAULT_STRIP_PARAMS = ("utm_*", "fbclid", "gclid", "msclkid", "sessionid", "phpsessid", "jsessionid", "sid")
 
 
 class InvalidUrl(ValueError):
@@ -94,16 +95,7 @@ class UrlPolicy:
     URL, compared case-insensitively; a name ending in ``*`` is a prefix.
     """
 
-    strip_params: tuple[str, ...] = (
-        "utm_*",
-        "fbclid",
-        "gclid",
-        "msclkid",
-        "sessionid",
-        "phpsessid",
-        "jsessionid",
-        "sid",
-    )
+    strip_params: tuple[str, ...] = _DEFAULT_STRIP_PARAMS
     sort_query: bool = False
     max_length: int = 2048
     allowed_schemes: tuple[str, ...] = ("http", "https")
@@ -311,8 +303,10 @@ def _split_authority(netloc: str, url: str) -> tuple[str, str, str]:
 def normalize_url(url: str, base: str | None = None, policy: UrlPolicy = DEFAULT_POLICY) -> str:
     """Resolve ``url`` against ``base`` and return its normal form (see the module docstring).
 
-    Raises :class:`InvalidUrl` (and nothing else) when the result cannot be
-    crawled: unsupported scheme, no host, bad port, invalid IDN, too long.
+    An empty ``url`` with a base is a same-document reference: the base's
+    normal form. Raises :class:`InvalidUrl` (and nothing else) when the result
+    cannot be crawled: unsupported scheme, no host, bad port, invalid IDN, too
+    long (more than ``policy.max_length`` characters once normalised).
     """
     cleaned = _clean(url)
     if not cleaned and not base:

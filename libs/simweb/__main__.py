@@ -41,6 +41,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds of delay per request")
     parser.add_argument("--log-file", type=Path, default=None, help="append one JSON line per request here")
     parser.add_argument("--seeds-file", type=Path, default=None, help="write the home page URLs here")
+    parser.add_argument("--no-gzip", action="store_true", help="never compress responses")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.host.startswith("127."):
@@ -62,7 +63,8 @@ async def serve(args: argparse.Namespace) -> None:
     clock = SimClock(args.start or web.start_time, speed=args.speed)
     if args.seeds_file is not None:
         args.seeds_file.write_text("".join(f"{url}\n" for url in web.home_pages()), encoding="utf-8")
-    server = SimWebServer(web, clock, host=args.host, port=args.port, log_file=args.log_file)
+    server = SimWebServer(web, clock, host=args.host, port=args.port, log_file=args.log_file,
+                          gzip=not args.no_gzip)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -300,7 +300,7 @@ class _Builder:
 
 def build_static(config: SimWebConfig, plans: list[HostPlan],
                  rng: random.Random) -> tuple[dict[str, Page], SiteLinks]:
-    """All pages that always exist, and the link helper the hub articles reuse."""
+    """All pages that always exist, and the link source the hub articles reuse."""
     builder = _Builder(config, plans, rng)
     site = SiteLinks(builder.slots, builder.hosts)
     builder.wire(site)

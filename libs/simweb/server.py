@@ -69,12 +69,16 @@ class SimWebServer:
         host: str = "127.0.0.1",
         port: int = 0,
         log_file: str | Path | None = None,
+        gzip: bool = True,
     ) -> None:
+        """``log_file``: also append each record there as a JSON line; ``gzip``: compress responses
+        for clients that accept it (turn off to spare the server's CPU in throughput benchmarks)."""
         self.web = web
         self.clock = clock
         self._bind_host = host
         self._bind_port = port
         self._log = RequestLog(log_file)
+        self._gzip = gzip
         self._runner: AppRunner | None = None
         self._port: int | None = None
 
@@ -164,6 +168,6 @@ class SimWebServer:
         if _not_modified(request, modified):
             return web.Response(status=304, headers=headers)
         response = web.Response(text=html, content_type=_HTML, charset="utf-8", headers=headers)
-        if "gzip" in request.headers.get(hdrs.ACCEPT_ENCODING, "").lower():
+        if self._gzip and "gzip" in request.headers.get(hdrs.ACCEPT_ENCODING, "").lower():
             response.enable_compression(web.ContentCoding.gzip)
         return response

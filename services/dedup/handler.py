@@ -37,6 +37,8 @@ def _validated(record: Record[Any]) -> tuple[pb.Document, str]:
         key = url_key(doc.url)
     except InvalidUrl as exc:
         raise PoisonMessage(f"document url {doc.url[:200]!r} is not crawlable: {exc.reason}") from exc
+    if "\x00" in doc.url or "\x00" in doc.content_fingerprint:
+        raise PoisonMessage(f"document {doc.url[:200]!r} has a NUL character in its url or fingerprint")
     if doc.text.strip() and not doc.content_fingerprint:
         raise PoisonMessage(f"document {doc.url[:200]!r} has text but no content fingerprint")
     return doc, key

@@ -205,6 +205,10 @@ class HostPoliteness:
         """
         key = host.lower()
         state = self._state_for(key)
+        if crawl_delay is not None and state.last_fetch_end is not None:
+            # The previous request may have been made without knowing this delay (robots.txt
+            # itself is fetched before its Crawl-delay is known): the delay still applies.
+            state.next_allowed_at = max(state.next_allowed_at, state.last_fetch_end + self._gap(crawl_delay, 0.0))
         started = self._clock.now()
         await self._acquire(key, state, self._max_wait if max_wait is None else max_wait)
         granted_at = self._clock.now()

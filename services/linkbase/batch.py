@@ -28,6 +28,7 @@ from services.linkbase.rows import (
     PageRow,
     UrlRef,
     VerdictRow,
+    clean_text,
     merge_links,
     resolve,
     resolve_required,
@@ -105,10 +106,10 @@ class LinkbaseBatch:
         bad: dict[int, BadLinkRow] = {}
         site = registered_domain(page.host)
         for link in msg.links:
-            anchor = link.anchor[:ANCHOR_LIMIT]
+            anchor = clean_text(link.anchor, ANCHOR_LIMIT)
             target = _target_or_reason(link)
             if isinstance(target, str):
-                href = link.url[:HREF_LIMIT]
+                href = clean_text(link.url, HREF_LIMIT)
                 key = text_hash(href)
                 bad.setdefault(key, BadLinkRow(page.fp, key, href, target, anchor))
                 continue
@@ -133,10 +134,10 @@ class LinkbaseBatch:
                 canonical = None
         row = DocumentRow(
             ref,
-            msg.title[:TEXT_LIMIT],
-            msg.content_fingerprint,
+            clean_text(msg.title, TEXT_LIMIT),
+            clean_text(msg.content_fingerprint, TEXT_LIMIT),
             msg.published_at_ms,
-            msg.language[:32],
+            clean_text(msg.language, 32),
             canonical,
             msg.fetched_at_ms,
         )
@@ -147,14 +148,14 @@ class LinkbaseBatch:
     def add_verdict(self, msg: pb.DuplicateVerdict) -> None:
         ref = resolve_required(msg.url, "duplicate verdict")
         self._host(ref)
-        duplicate_of = msg.duplicate_of if msg.duplicate and msg.duplicate_of else None
+        duplicate_of = clean_text(msg.duplicate_of, HREF_LIMIT) if msg.duplicate and msg.duplicate_of else None
         self.verdicts[ref.fp] = VerdictRow(ref, duplicate_of)
 
     def add_outcome(self, msg: pb.FetchOutcome, timestamp_ms: int) -> None:
         ref = resolve_required(msg.url, "fetch outcome")
         self._host(ref)
         fetched_at_ms = msg.fetched_at_ms or timestamp_ms
-        request_id = msg.request_id or f"{fetched_at_ms}:{msg.attempt}"
+        request_id = clean_text(msg.request_id, 200) or f"{fetched_at_ms}:{msg.attempt}"
         self.outcomes[(ref.fp, request_id)] = OutcomeRow(
             ref,
             request_id,
@@ -163,14 +164,14 @@ class LinkbaseBatch:
             msg.http_status,
             fetched_at_ms,
             msg.elapsed_ms,
-            msg.error[:TEXT_LIMIT],
+            clean_text(msg.error, TEXT_LIMIT),
         )
 
 
 def _target_or_reason(link: pb.Link) -> UrlRef | str:
     """The link's normalised target, or why it is a bad link."""
     if link.link_class == pb.LINK_CLASS_BAD:
-        return link.bad_reason or "unspecified"
+        return clean_text(link.bad_reason, 200) or "unspecified"
     if not link.url.strip():
         return "empty"
     try:

@@ -58,12 +58,15 @@ class DiscoveryPublisher:
         self._stopping.clear()
         self._task = asyncio.create_task(self._run(), name="linkbase-outbox")
 
-    async def stop(self) -> None:
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Lets a run in progress finish its chunk (a cancelled chunk would be announced twice)."""
         self._stopping.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            done, _pending = await asyncio.wait({self._task}, timeout=timeout)
+            if not done:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
             self._task = None
 
     async def _run(self) -> None:
@@ -84,7 +87,7 @@ class DiscoveryPublisher:
             while True:
                 sent = await self._publish_chunk()
                 total += sent
-                if sent < self._chunk:
+                if sent < self._chunk or self._stopping.is_set():
                     break
         if total:
             log.info("announced %s discovered URLs", total)

@@ -27,6 +27,11 @@ _HOST_UP = frozenset({pb.FETCH_STATUS_OK, pb.FETCH_STATUS_TOO_LARGE, pb.FETCH_ST
 _HOST_DOWN = frozenset({pb.FETCH_STATUS_HTTP_ERROR, pb.FETCH_STATUS_NETWORK_ERROR})
 
 
+def clean_text(text: str, limit: int) -> str:
+    """``text`` without NUL characters (PostgreSQL text cannot hold them), cut to ``limit`` characters."""
+    return text.replace("\x00", "")[:limit]
+
+
 def host_id(host: str) -> int:
     """Signed 64-bit fingerprint of a normalised host name: the primary key of ``hosts``."""
     value: int = mmh3.hash64(host.encode("utf-8"), 0, True, True)[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from libs.common.errors import PoisonMessage
@@ -50,9 +51,12 @@ def _checked(url: str) -> tuple[str, str, int]:
 class SchedulerHandler:
     """Consumer handler for discovered URLs, importance updates and fetch outcomes."""
 
-    def __init__(self, store: FrontierStore, settings: SchedulerSettings) -> None:
+    def __init__(
+        self, store: FrontierStore, settings: SchedulerSettings, on_change: Callable[[], None] = lambda: None
+    ) -> None:
         self._store = store
         self._settings = settings
+        self._on_change = on_change
 
     async def __call__(self, records: list[Record[Any]]) -> None:
         new: list[NewUrl] = []
@@ -93,3 +97,5 @@ class SchedulerHandler:
             await self._store.apply_outcomes(
                 outcomes, self._settings.max_attempts, self._settings.retry_base_seconds
             )
+        if new or outcomes:
+            self._on_change()  # hosts were freed or URLs queued: dispatch now, not at the next tick

@@ -35,13 +35,12 @@ async def build(env: Mapping[str, str]) -> Service:
     db = Database(database, "scheduler")
     store = FrontierStore(db, FETCH_REQUESTS.partitions)
     producer = TopicProducer(kafka, "scheduler")
-    handler = SchedulerHandler(store, settings)
     consumer = TopicConsumer(
         kafka,
         service="scheduler",
         group_id=settings.group_id,
         topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES],
-        handler=handler,
+        handler=SchedulerHandler(store, settings, lambda: dispatcher.wake()),
         producer=producer,
         assignment="range",  # the three inputs are keyed by host: one member owns all of a host
     )

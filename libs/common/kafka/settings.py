@@ -25,6 +25,11 @@ class KafkaSettings:
     max_poll_interval_ms: int = setting(
         "TRAWL_KAFKA_MAX_POLL_INTERVAL_MS", 300000, "Longest gap between polls before the consumer is evicted."
     )
+    fetch_wait_max_ms: int = setting(
+        "TRAWL_KAFKA_FETCH_WAIT_MAX_MS",
+        100,
+        "Longest a consumer's fetch waits for data: bounds the latency each topic hop adds.",
+    )
     max_message_bytes: int = setting(
         "TRAWL_KAFKA_MAX_MESSAGE_BYTES",
         4 * 1024 * 1024,
@@ -62,4 +67,5 @@ class KafkaSettings:
             "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),
             "partition.assignment.strategy": assignment,
             "fetch.max.bytes": 8 * 1024 * 1024,
+            "fetch.wait.max.ms": self.fetch_wait_max_ms,
         }

@@ -49,8 +49,8 @@ class TopicReader:
         for msg in self._consumer.consume(500, timeout):
             if msg.error() is None:
                 value = self._type()
-                value.ParseFromString(msg.value())
-                self.seen.append((msg.key().decode(), value))
+                value.ParseFromString(msg.value() or b"")
+                self.seen.append(((msg.key() or b"").decode(), value))
 
     async def wait_for(self, count: int, timeout: float = 20.0) -> list[tuple[str, Any]]:
         deadline = time.monotonic() + timeout

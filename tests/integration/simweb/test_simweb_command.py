@@ -29,7 +29,8 @@ async def test_command_serves_until_sigterm(tmp_path: Path) -> None:
         assert match, line
         seeds = seeds_file.read_text().split()
         assert len(seeds) == 12 and all(url.startswith("http://") and url.endswith(".test/") for url in seeds)
-        async with aiohttp.ClientSession() as session, session.get(seeds[0], proxy=match.group(1)) as response:
+        proxy = match.group(1)
+        async with aiohttp.ClientSession() as session, session.get(seeds[0], proxy=proxy) as response:
             assert response.status == 200
             assert "<!doctype html>" in await response.text()
         process.send_signal(signal.SIGTERM)

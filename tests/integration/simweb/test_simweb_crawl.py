@@ -99,5 +99,7 @@ async def test_a_polite_crawl_fetches_exactly_the_reachable_set() -> None:
     assert fetched == web.reachable(web.home_pages())
     assert robots_violations(log, web) == []
     assert len(fetched) > 200
-    private_links = {link.target_url for p in web.pages.values() for link in p.links if "/private/" in link.target_url}
+    private_links = {
+        link.target_url for p in web.pages.values() for link in p.links if "/private/" in link.target_url
+    }
     assert private_links and not private_links & fetched

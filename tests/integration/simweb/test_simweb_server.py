@@ -77,11 +77,13 @@ async def test_serves_pages_and_robots_through_the_proxy(web: SimWeb, server: Si
     assert (await _get(session, f"http://{_host(web, 'unavailable')}/robots.txt", proxy=server.url))[0] == 503
 
 
-async def test_serves_by_host_header(web: SimWeb, server: SimWebServer, session: aiohttp.ClientSession) -> None:
+async def test_serves_by_host_header(web: SimWeb, server: SimWebServer,
+                                     session: aiohttp.ClientSession) -> None:
     page = next(p for p in web.pages_at().values() if p.role == "page")
     status, body, _ = await _get(session, f"{server.url}{page.path}", headers={"Host": page.host})
     assert status == 200 and body == web.html(page.url)
-    status, body, _ = await _get(session, f"{server.url}/robots.txt", headers={"Host": f"{page.host}:{server.port}"})
+    with_port = {"Host": f"{page.host}:{server.port}"}
+    status, body, _ = await _get(session, f"{server.url}/robots.txt", headers=with_port)
     assert status == web.robots_txt(page.host)[0]
 
 
@@ -123,7 +125,8 @@ async def test_request_log_records_every_request(web: SimWeb, server: SimWebServ
     assert server.request_log == []
 
 
-async def test_gzip_and_conditional_get(web: SimWeb, server: SimWebServer, session: aiohttp.ClientSession) -> None:
+async def test_gzip_and_conditional_get(web: SimWeb, server: SimWebServer,
+                                        session: aiohttp.ClientSession) -> None:
     page = next(p for p in web.pages_at().values() if p.role == "page")
     async with session.get(page.url, proxy=server.url, headers={"Accept-Encoding": "gzip"},
                            auto_decompress=False) as response:
@@ -131,6 +134,13 @@ async def test_gzip_and_conditional_get(web: SimWeb, server: SimWebServer, sessi
         assert gzip.decompress(await response.read()).decode() == web.html(page.url)
     async with session.get(page.url, proxy=server.url, headers={"Accept-Encoding": "identity"}) as response:
         assert "Content-Encoding" not in response.headers
+    plain = SimWebServer(web, SimClock.frozen(web.start_time), gzip=False)
+    await plain.start()
+    try:
+        async with session.get(page.url, proxy=plain.url, headers={"Accept-Encoding": "gzip"}) as response:
+            assert "Content-Encoding" not in response.headers
+    finally:
+        await plain.stop()
     since = {"If-Modified-Since": http_time(page.published_at)}
     assert (await _get(session, page.url, proxy=server.url, headers=since))[0] == 304
     earlier = {"If-Modified-Since": http_time(page.published_at - timedelta(seconds=1))}

@@ -105,9 +105,9 @@ async def test_robots_fetch_takes_the_host_slot_and_crawl_delay_is_applied(serve
     core = await make_core(clock, min_delay=5.0)
     attempt = await core.fetch(server.url("/a"))
     assert attempt.outcome == "ok"
-    # robots.txt at t=0, then the page waited min_delay (5) after it, then the crawl delay (7) follows.
-    assert clock.now() == pytest.approx(5.0)
-    assert attempt.host_next_allowed_at == pytest.approx(12.0)
+    # robots.txt at t=0; its Crawl-delay (7, over min_delay 5) spaces the page from it and what follows.
+    assert clock.now() == pytest.approx(7.0)
+    assert attempt.host_next_allowed_at == pytest.approx(14.0)
     assert server.paths() == ["/robots.txt", "/a"]
 
 

@@ -65,13 +65,15 @@ async def test_gap_is_max_of_min_delay_crawl_delay_and_response_time() -> None:
     third = await visit(politeness, clock, "a.test", duration=0.1)
     assert third.start - second.end == pytest.approx(2.0)  # min_delay wins over 10 * 0.1
     fourth = await visit(politeness, clock, "a.test", duration=0.1, crawl_delay=7.0)
-    assert fourth.start - third.end == pytest.approx(2.0)  # the crawl delay applies after this one
+    # A Crawl-delay learned after the previous request (robots.txt is fetched before its
+    # delay is known) still spaces this request from that one.
+    assert fourth.start - third.end == pytest.approx(7.0)
     fifth = await visit(politeness, clock, "a.test", duration=0.1, crawl_delay=7.0)
     assert fifth.start - fourth.end == pytest.approx(7.0)
     sixth = await visit(politeness, clock, "a.test", duration=0.1, crawl_delay=500.0)
     seventh = await visit(politeness, clock, "a.test", duration=0.1)
-    assert sixth.start - fifth.end == pytest.approx(7.0)
-    assert seventh.start - sixth.end == pytest.approx(20.0)  # capped at max_crawl_delay
+    assert sixth.start - fifth.end == pytest.approx(20.0)  # the new delay, capped at max_crawl_delay
+    assert seventh.start - sixth.end == pytest.approx(20.0)
 
 
 async def test_concurrent_callers_keep_the_gap_and_one_request_in_flight() -> None:

@@ -140,3 +140,14 @@ def test_page_size_defaults_and_caps() -> None:
     assert page_size(-5) == 100
     assert page_size(7) == 7
     assert page_size(5000) == 1000
+
+
+def test_nul_characters_are_dropped_from_stored_text() -> None:
+    batch = build_batch([
+        _page("http://a.test/", pb.Link(url="http://a.test/x", anchor="a\x00b", link_class=pb.LINK_CLASS_INTERNAL),
+              pb.Link(url="bad\x00href", link_class=pb.LINK_CLASS_BAD, bad_reason="r\x00")),
+        _record(DOCUMENTS, pb.Document(url="http://a.test/", title="t\x00itle")),
+    ])
+    assert [link.anchor for link in batch.links] == ["ab"]
+    assert [(bad.href, bad.reason) for bad in batch.bad_links] == [("badhref", "r")]
+    assert [doc.title for doc in batch.documents.values()] == ["title"]

@@ -44,12 +44,10 @@ def test_gap_is_from_the_end_of_one_response_to_the_next_start() -> None:
     assert starts == pytest.approx({"a.test": 1.5, "b.test": 1.0})
 
 
-def test_gap_uses_the_latest_finish_of_earlier_requests() -> None:
-    log = [rec("a.test", 0.0, 3.0), rec("a.test", 3.5, 4.0), rec("a.test", 1.0, 2.0)]
-    # sorted by start: [0,3], [1,2] (overlaps: 1-3 = -2), [3.5,4] (3.5 - 3.0 = 0.5)
-    assert min_gap_per_host(log) == pytest.approx({"a.test": -2.0})
-    polite = [rec("a.test", 0.0, 3.0), rec("a.test", 3.5, 4.0)]
+def test_polite_log_has_positive_gaps_only() -> None:
+    polite = [rec("a.test", 0.0, 3.0), rec("a.test", 3.5, 4.0), rec("a.test", 5.0, 5.2), rec("b.test", 0.0, 9.0)]
     assert min_gap_per_host(polite) == pytest.approx({"a.test": 0.5})
+    assert max_concurrency_per_host(polite) == {"a.test": 1, "b.test": 1}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +59,11 @@ def test_robots_violations_are_found(web: SimWeb) -> None:
     private = next(h for h, s in web.hosts.items() if s.robots == "disallow_private")
     closed = next(h for h, s in web.hosts.items() if s.robots == "unavailable")
     open_host = next(h for h, s in web.hosts.items() if s.robots == "allow_all")
-    bad = [rec(private, 1, 2, "/private/page-3.html"), rec(closed, 3, 4, "/"), rec(private, 5, 6, "/private/x?y=1")]
+    bad = [
+        rec(private, 1, 2, "/private/page-3.html"),
+        rec(closed, 3, 4, "/"),
+        rec(private, 5, 6, "/private/x?y=1"),
+    ]
     fine = [
         rec(private, 0, 1, "/robots.txt"), rec(closed, 0, 1, "/robots.txt", 503),
         rec(private, 2, 3, "/section-1/page-2.html"), rec(open_host, 0, 1, "/private/anything"),

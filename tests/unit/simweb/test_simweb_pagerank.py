@@ -39,7 +39,8 @@ def test_simulated_web_pagerank_sums_to_one_and_favours_hubs() -> None:
     assert sum(ranks.values()) == pytest.approx(1.0, abs=1e-9)
     assert min(ranks.values()) > 0
     top = max(ranks, key=ranks.__getitem__)
-    menu_targets = {link.target_url for p in web.pages.values() for link in p.links if link.placement == "nav"}
+    menu_targets = {link.target_url for p in web.pages.values()
+                    for link in p.links if link.placement == "nav"}
     assert top in menu_targets  # a home page or a featured page, linked from every page of its host
     assert ranks[top] > 10 / len(ranks)
     assert web.pagerank(damping=0.5) != ranks

@@ -27,7 +27,8 @@ def test_every_variant_is_present(web: SimWeb) -> None:
 
 
 def test_variant_shares_follow_the_config() -> None:
-    config = SimWebConfig(seed=3, hosts=100, pages=1000, robots_unavailable_ratio=0.1, robots_missing_ratio=0.2,
+    config = SimWebConfig(seed=3, hosts=100, pages=1000,
+                          robots_unavailable_ratio=0.1, robots_missing_ratio=0.2,
                           private_host_ratio=0.0, crawl_delay_host_ratio=0.0)
     counts = Counter(spec.robots for spec in build_web(config).hosts.values())
     assert counts == {"unavailable": 10, "missing": 20, "allow_all": 70}
