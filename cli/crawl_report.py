@@ -58,7 +58,7 @@ def fetch_order_correlation(conn: psycopg.Connection[Any], web: SimWeb) -> float
 
 
 def crawl_report(conn: psycopg.Connection[Any], web: SimWeb, log: Sequence[RequestRecord],
-                 crawl_seconds: float, min_delay: float = 0.25) -> dict[str, Any]:
+                 crawl_seconds: float, min_delay: float) -> dict[str, Any]:
     fetched = _scalar(conn, "SELECT count(*) FROM scheduler.frontier WHERE status = 'fetched'")
     reachable = {normalize_url(u) for u in web.reachable(web.home_pages())}
     fetched_urls = {r[0] for r in conn.execute("SELECT url FROM scheduler.frontier WHERE status = 'fetched'")}

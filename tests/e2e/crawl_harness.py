@@ -1,0 +1,108 @@
+"""Runs the six services as real processes against the test broker, database and a simulated web."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from cli.admin_client import AdminClient
+from cli.simweb_thread import BackgroundSimWeb
+from cli.stack import health
+from cli.stack.layout import SERVICES
+from cli.stack.processes import ServiceProcess
+from libs.common.topics import ALL_TOPICS
+from libs.localinfra.ports import free_port
+from libs.localinfra.topics import create_topics
+from libs.simweb import SimWeb, SimWebConfig
+
+SMALL_WEB = SimWebConfig(
+    seed=11, hosts=12, pages=320, host_size_exponent=0.3, crawl_delay_values=(0.1, 0.2), hub_host_ratio=0.0,
+)
+FAST_POLITENESS = {
+    "TRAWL_FETCHER_MIN_DELAY": "0.05",
+    "TRAWL_FETCHER_RESPONSE_TIME_FACTOR": "2",
+    "TRAWL_FETCHER_CONCURRENCY": "50",
+    "TRAWL_SCHEDULER_MAX_IN_FLIGHT": "50",
+    "TRAWL_SCHEDULER_RETRY_BASE_SECONDS": "0.5",
+    "TRAWL_LOG_LEVEL": "INFO",
+}
+
+
+class CrawlStack:
+    def __init__(self, bootstrap: str, dsn: str, prefix: str, proxy: str, logs: Path) -> None:
+        self.dsn = dsn
+        self.ports = {name: free_port() for name in SERVICES}
+        base = {
+            **FAST_POLITENESS,
+            "TRAWL_KAFKA_BOOTSTRAP": bootstrap,
+            "TRAWL_DATABASE_URL": dsn,
+            "TRAWL_TOPIC_PREFIX": prefix,
+            "TRAWL_FETCHER_PROXY": proxy,
+            "TRAWL_LINKBASE_GROUP": f"{prefix}linkbase",
+            "TRAWL_DEDUP_GROUP": f"{prefix}dedup",
+        }
+        self.processes = {
+            name: ServiceProcess(name, {**base, "TRAWL_GRPC_ADDRESS": f"127.0.0.1:{self.ports[name]}"},
+                                 logs / f"{name}.log")
+            for name in SERVICES
+        }
+        create_topics(bootstrap, [(prefix + t.name, t.partitions) for t in ALL_TOPICS])
+
+    def start(self, names: tuple[str, ...] = SERVICES, timeout: float = 60.0) -> None:
+        for name in names:
+            self.processes[name].start()
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while health.check(f"127.0.0.1:{self.ports[name]}") != "SERVING":
+                assert self.processes[name].alive(), f"{name} exited: see {self.processes[name].log_path}"
+                assert time.monotonic() < deadline, f"{name} not serving within {timeout}s"
+                time.sleep(0.2)
+
+    def stop(self, names: tuple[str, ...] = SERVICES) -> None:
+        for name in names:
+            self.processes[name].stop(timeout=30)
+
+    def admin(self) -> AdminClient:
+        return AdminClient(f"127.0.0.1:{self.ports['scheduler']}")
+
+    def wait_until_done(self, timeout: float = 240.0, settle: float = 3.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        idle_since: float | None = None
+        with self.admin() as admin:
+            while True:
+                stats = admin.stats()
+                busy = stats["frontier"].get("queued", 0) + stats["in_flight"]
+                now = time.monotonic()
+                if busy == 0 and stats["fetched"] > 0:
+                    idle_since = idle_since or now
+                    if now - idle_since >= settle:
+                        return stats
+                else:
+                    idle_since = None
+                assert now < deadline, f"crawl not done within {timeout}s: {stats}"
+                time.sleep(0.25)
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.dsn) as conn:
+            return conn.execute(sql.encode(), args).fetchall()
+
+
+@contextmanager
+def crawl_stack(bootstrap: str, dsn: str, prefix: str, logs: Path,
+                config: SimWebConfig = SMALL_WEB) -> Iterator[tuple[CrawlStack, BackgroundSimWeb, SimWeb]]:
+    from libs.simweb import build_web
+
+    web = build_web(config)
+    simweb = BackgroundSimWeb(web)
+    proxy = simweb.start()
+    stack = CrawlStack(bootstrap, dsn, prefix, proxy, logs)
+    try:
+        yield stack, simweb, web
+    finally:
+        stack.stop()
+        simweb.stop()
