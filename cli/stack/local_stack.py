@@ -180,7 +180,9 @@ def status(settings: StackSettings) -> list[PartStatus]:
         running = supervisor_pid(settings) is not None
         for service, port in state.grpc_ports.items():
             address = f"127.0.0.1:{port}"
-            parts.append(PartStatus(service, None, address, health.check(address) if running else "STOPPED"))
+            pid = procs.read_pid(run_dir(settings) / f"{service}.pid")
+            alive = pid if pid is not None and procs.pid_alive(pid) else None
+            parts.append(PartStatus(service, alive, address, health.check(address) if running else "STOPPED"))
     return parts
 
 

@@ -21,8 +21,10 @@ log = logging.getLogger(__name__)
 
 
 class ServiceProcess:
-    def __init__(self, name: str, env: Mapping[str, str], log_path: Path, module: str | None = None) -> None:
+    def __init__(self, name: str, env: Mapping[str, str], log_path: Path, module: str | None = None,
+                 pid_file: Path | None = None) -> None:
         self.name = name
+        self.pid_file = pid_file
         self.module = module or f"services.{name}"
         self.env = dict(env)
         self.log_path = log_path
@@ -37,6 +39,8 @@ class ServiceProcess:
                 [sys.executable, "-m", self.module], env=env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
+        if self.pid_file is not None:
+            self.pid_file.write_text(str(self.proc.pid))
         log.info("started %s (pid %s)", self.name, self.proc.pid)
 
     @property
@@ -69,6 +73,8 @@ class ServiceProcess:
                 log.warning("%s did not stop within %ss; killing it", self.name, timeout)
                 self.proc.kill()
                 self.proc.wait()
+        if self.pid_file is not None:
+            self.pid_file.unlink(missing_ok=True)
         return self.proc.returncode
 
 

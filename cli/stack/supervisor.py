@@ -21,7 +21,8 @@ def main() -> None:
     (home / "run").mkdir(parents=True, exist_ok=True)
     (home / "run" / "supervisor.pid").write_text(str(os.getpid()))
     processes = [
-        ServiceProcess(name, env, home / "logs" / f"{name}.log") for name, env in state.services.items()
+        ServiceProcess(name, env, home / "logs" / f"{name}.log", pid_file=home / "run" / f"{name}.pid")
+        for name, env in state.services.items()
     ]
     try:
         Supervisor(processes).run()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -169,28 +168,3 @@ async def test_documents_and_verdicts_annotate_urls(linkbase_db: Database) -> No
     await _write(store, _record(DUPLICATE_VERDICTS, pb.DuplicateVerdict(url="http://a.test/p", duplicate=False)))
     assert (await _url(linkbase_db, "http://a.test/p"))["duplicate_of"] is None
     assert len((await _snapshot(linkbase_db))["page_versions"]) == 1
-
-
-async def test_write_speed(linkbase_db: Database) -> None:
-    """500 pages x 50 links (half of them new URLs) in one batch, as the consumer delivers them."""
-    store = LinkStore(linkbase_db)
-    rounds, pages_per_batch, links_per_page = 4, 500, 50
-    elapsed = building = 0.0
-    for r in range(rounds):
-        records = []
-        for p in range(pages_per_batch):
-            host = f"h{(r * pages_per_batch + p) % 97}.test"
-            targets = [f"http://{host}/nav/{i}" for i in range(links_per_page // 2)]
-            targets += [f"http://{host}/r{r}/p{p}/l{i}" for i in range(links_per_page // 2)]
-            records.append(_page(f"http://{host}/r{r}/page{p}", targets, depth=1))
-        started = time.perf_counter()
-        batch = build_batch(records)
-        built = time.perf_counter()
-        await store.write(batch)
-        elapsed += time.perf_counter() - started
-        building += built - started
-    links = rounds * pages_per_batch * links_per_page
-    rate = links / elapsed
-    print(f"\nlinkbase write speed: {links} links in {elapsed:.2f}s ({building:.2f}s building rows) "
-          f"= {rate:,.0f} links/s")
-    assert rate > 5_000

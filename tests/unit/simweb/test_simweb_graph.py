@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-import time
 from collections import Counter
 from datetime import timedelta
 
@@ -47,10 +46,8 @@ def test_another_seed_builds_another_web(web: SimWeb) -> None:
     assert sum(other.pages[u].links == web.pages[u].links for u in shared) < len(shared) / 10
 
 
-def test_default_web_builds_fast_and_has_the_requested_size() -> None:
-    began = time.perf_counter()
+def test_default_web_has_the_requested_size() -> None:
     built = build_web()
-    assert time.perf_counter() - began < 2.0
     assert len(built.hosts) == 60
     ordinary = [p for p in built.pages.values() if p.role in ("home", "page", "private")]
     assert len(ordinary) == 5000

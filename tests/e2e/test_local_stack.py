@@ -1,0 +1,71 @@
+"""`trawl up` / `status` / `down` on a fresh home: everything starts, reports healthy, and stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from libs.localinfra import procs
+from libs.localinfra.ports import free_port, port_open
+
+pytestmark = pytest.mark.e2e
+
+
+def _free_block(size: int) -> int:
+    for _ in range(50):
+        base = free_port()
+        if base + size < 65000 and not any(port_open("127.0.0.1", base + i) for i in range(size)):
+            return base
+    raise RuntimeError("no free block of ports")
+
+
+def trawl(env: dict[str, str], *args: str, timeout: float = 180) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", *args, "--json"], env=env, capture_output=True, text=True,
+        timeout=timeout, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    payload: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return payload
+
+
+def test_up_status_down_cycle_leaves_nothing_behind(localinfra_root: Path) -> None:
+    home = localinfra_root / f"stack-{os.getpid()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update({
+        "TRAWL_HOME": str(home),
+        "TRAWL_LOCAL_BROKER_PORT": str(free_port()),
+        "TRAWL_LOCAL_POSTGRES_PORT": str(free_port()),
+        "TRAWL_LOCAL_GRPC_BASE_PORT": str(_free_block(6)),
+        "TRAWL_LOCAL_METRICS_BASE_PORT": "0",
+    })
+    try:
+        first = trawl(env, "up")
+        assert set(first["grpc"]) == {"scheduler", "linkbase", "fetcher", "extractor", "dedup", "importance"}  # type: ignore[arg-type]
+        status = trawl(env, "status")
+        parts = {p["name"]: p for p in status["parts"]}  # type: ignore[attr-defined,index]
+        assert all(p["health"] == "SERVING" for p in parts.values()), parts
+        pids = {name: p["pid"] for name, p in parts.items()}
+        assert all(isinstance(pid, int) for pid in pids.values()), pids
+
+        trawl(env, "up")  # safe to run twice: the same processes keep running
+        again = {p["name"]: p["pid"] for p in trawl(env, "status")["parts"]}  # type: ignore[attr-defined,index]
+        assert again == pids
+
+        seeds = trawl(env, "seeds", "add", "http://site-000.test/", "javascript:void(0)")
+        assert seeds["accepted"] == 1 and len(seeds["rejected"]) == 1  # type: ignore[arg-type]
+
+        stopped = trawl(env, "down")
+        assert set(stopped["stopped"]) == {"services", "broker", "postgres"}  # type: ignore[arg-type]
+        left = [name for name, pid in pids.items() if procs.pid_alive(pid)]
+        assert left == []
+        after = trawl(env, "status")
+        assert all(p["health"] == "STOPPED" for p in after["parts"])  # type: ignore[attr-defined,index]
+    finally:
+        subprocess.run([sys.executable, "-m", "cli.main", "down"], env=env, capture_output=True, timeout=120,
+                       cwd=Path(__file__).resolve().parents[2])
