@@ -77,6 +77,9 @@ def load_settings(cls: type[T], env: Mapping[str, str], **overrides: Any) -> T:
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not a settings dataclass")
     hints = typing.get_type_hints(cls)
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no setting(s) named {', '.join(unknown)}")
     values: dict[str, Any] = {}
     missing: list[str] = []
     for f in dataclasses.fields(cls):
