@@ -28,7 +28,8 @@ logger = logging.getLogger(__name__)
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m libs.simweb", description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback only)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on; 0.0.0.0 inside a container, so that other containers reach it")
     parser.add_argument("--port", type=int, default=8080, help="port to listen on; 0 picks a free one")
     parser.add_argument("--seed", type=int, default=SimWebConfig.seed)
     parser.add_argument("--hosts", type=int, default=SimWebConfig.hosts)
@@ -44,8 +45,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-gzip", action="store_true", help="never compress responses")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
-    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.host.startswith("127."):
-        parser.error("--host must be a loopback address")
     if args.start is not None and args.start.tzinfo is None:
         parser.error("--start needs a UTC offset, e.g. 2026-03-02T00:00:00+00:00")
     return args

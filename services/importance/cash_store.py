@@ -38,13 +38,15 @@ class CashStore:
     @staticmethod
     async def lock_totals(conn: AsyncConnection[Any]) -> Totals:
         cur = await conn.execute(
-            "SELECT virtual_cash, dividend, uncrawled, history_total, total_cash"
+            "SELECT virtual_cash, dividend, uncrawled, history_total, total_cash, crawled, crawled_dividend"
             " FROM importance.totals WHERE id = 1 FOR UPDATE"
         )
         row = await cur.fetchone()
         if row is None:
             raise RuntimeError("importance.totals is not initialised")
-        return Totals(float(row[0]), float(row[1]), int(row[2]), float(row[3]), float(row[4]))
+        return Totals(
+            float(row[0]), float(row[1]), int(row[2]), float(row[3]), float(row[4]), int(row[5]), float(row[6])
+        )
 
     @staticmethod
     async def applied_offsets(conn: AsyncConnection[Any]) -> dict[tuple[str, int], int]:
@@ -94,9 +96,12 @@ class CashStore:
                 ),
             )
         await conn.execute(
-            "UPDATE importance.totals SET virtual_cash = %s, dividend = %s, uncrawled = %s, history_total = %s"
-            " WHERE id = 1",
-            (totals.virtual_cash, totals.dividend, totals.uncrawled, totals.history_total),
+            "UPDATE importance.totals SET virtual_cash = %s, dividend = %s, uncrawled = %s, history_total = %s,"
+            " crawled = %s, crawled_dividend = %s WHERE id = 1",
+            (
+                totals.virtual_cash, totals.dividend, totals.uncrawled, totals.history_total,
+                totals.crawled, totals.crawled_dividend,
+            ),
         )
         for (topic, partition), offset in sorted(offsets.items()):
             await conn.execute(
@@ -110,7 +115,8 @@ class CashStore:
         """(cash accounted for, total cash): equal up to floating-point error."""
         async with self._db.connection() as conn:
             cur = await conn.execute(
-                "SELECT coalesce(sum(p.cash + CASE WHEN p.crawled THEN 0 ELSE t.dividend - p.dividend_mark END), 0)"
+                "SELECT coalesce(sum(p.cash - p.dividend_mark"
+                "   + CASE WHEN p.crawled THEN t.crawled_dividend ELSE t.dividend END), 0)"
                 " + t.virtual_cash, t.total_cash FROM importance.totals t LEFT JOIN importance.pages p ON true"
                 " WHERE t.id = 1 GROUP BY t.virtual_cash, t.total_cash"
             )

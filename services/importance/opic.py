@@ -5,9 +5,14 @@ shares to the page's out-links and to the virtual page (every page links to it, 
 without out-links do not swallow cash). The virtual page gives its cash to the pages not
 yet crawled (favouring discovery), equally, in O(1): ``Totals.dividend`` rises by
 cash / uncrawled, and an uncrawled page's cash is ``cash + dividend - dividend_mark``.
+When every known page has been crawled, it gives its cash to all of them instead, the
+same way through ``Totals.crawled_dividend`` (a crawled page's mark is reset on each
+visit). It always links back to some page, so it is never a sink and the graph stays
+strongly connected: history keeps growing and the estimate keeps converging.
 
 Invariant (tested): sum(cash) + sum over uncrawled pages of (dividend - mark)
-+ virtual_cash == total_cash, through any sequence of visits and discoveries.
++ sum over crawled pages of (crawled_dividend - mark) + virtual_cash == total_cash,
+through any sequence of visits and discoveries.
 Importance X(i) = (H(i) + C(i)) / (sum H + total_cash).
 """
 
@@ -36,6 +41,8 @@ class Totals:
     uncrawled: int
     history_total: float
     total_cash: float
+    crawled: int = 0
+    crawled_dividend: float = 0.0
 
 
 def new_page(url_fp: int, url: str, host: str, totals: Totals) -> PageCash:
@@ -46,7 +53,7 @@ def new_page(url_fp: int, url: str, host: str, totals: Totals) -> PageCash:
 
 def effective_cash(page: PageCash, totals: Totals) -> float:
     if page.crawled:
-        return page.cash
+        return page.cash + (totals.crawled_dividend - page.dividend_mark)
     return page.cash + (totals.dividend - page.dividend_mark)
 
 
@@ -59,7 +66,9 @@ def visit(page: PageCash, targets: list[PageCash], totals: Totals, at_ms: int) -
     if not page.crawled:
         page.crawled = True
         totals.uncrawled -= 1
+        totals.crawled += 1
     page.cash = 0.0
+    page.dividend_mark = totals.crawled_dividend
     page.history += cash
     page.visits += 1
     page.last_visit_ms = at_ms
@@ -72,10 +81,16 @@ def visit(page: PageCash, targets: list[PageCash], totals: Totals, at_ms: int) -
 
 
 def distribute_virtual(totals: Totals) -> bool:
-    """Gives the virtual page's cash to the uncrawled pages; False when there are none."""
-    if totals.uncrawled <= 0 or totals.virtual_cash == 0.0:
+    """Gives the virtual page's cash to the uncrawled pages, or to all pages when every one
+    was crawled; False when there is nothing to give or nobody to give it to."""
+    if totals.virtual_cash == 0.0:
         return False
-    totals.dividend += totals.virtual_cash / totals.uncrawled
+    if totals.uncrawled > 0:
+        totals.dividend += totals.virtual_cash / totals.uncrawled
+    elif totals.crawled > 0:
+        totals.crawled_dividend += totals.virtual_cash / totals.crawled
+    else:
+        return False
     totals.virtual_cash = 0.0
     return True
 

@@ -178,7 +178,8 @@ class FrontierStore:
                 " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id",
                 {"parts": list(partitions), "room": room},
             )
-            rows = [Dispatched(*r) for r in await cur.fetchall()]
+            # RETURNING follows the join plan, not best's ORDER BY: restore best first.
+            rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))
             if rows:
                 await conn.execute(
                     "UPDATE scheduler.hosts SET in_flight = in_flight + 1 WHERE host = ANY(%s)",

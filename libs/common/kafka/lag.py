@@ -39,6 +39,7 @@ def group_lag(bootstrap: str, group: str, topics: list[str], timeout: float = 5.
         for tp in partitions:
             _low, high = probe.get_watermark_offsets(tp, timeout=timeout, cached=False)
             done = committed.get((tp.topic, tp.partition), -1)
+            done = max(done, -1)  # the broker reports "nothing committed" as OFFSET_INVALID (-1001)
             raw = high - max(done, 0)
             out.append(PartitionLag(group, tp.topic, tp.partition, done, high, max(raw, 0), raw < 0))
         return out
