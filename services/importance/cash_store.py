@@ -15,6 +15,14 @@ from psycopg import AsyncConnection
 from libs.common.db.pool import Database
 from services.importance.opic import PageCash, Totals
 
+CONSERVATION_SQL = (
+    "SELECT coalesce(sum(p.cash - p.dividend_mark"
+    "   + CASE WHEN p.crawled THEN t.crawled_dividend ELSE t.dividend END), 0)"
+    " + t.virtual_cash, t.total_cash FROM importance.totals t LEFT JOIN importance.pages p ON true"
+    " WHERE t.id = 1 GROUP BY t.virtual_cash, t.total_cash"
+)
+"""(cash accounted for, total cash): equal up to floating-point error, at every commit."""
+
 
 class CashStore:
     def __init__(self, db: Database, total_cash: float) -> None:
@@ -114,12 +122,7 @@ class CashStore:
     async def conservation(self) -> tuple[float, float]:
         """(cash accounted for, total cash): equal up to floating-point error."""
         async with self._db.connection() as conn:
-            cur = await conn.execute(
-                "SELECT coalesce(sum(p.cash - p.dividend_mark"
-                "   + CASE WHEN p.crawled THEN t.crawled_dividend ELSE t.dividend END), 0)"
-                " + t.virtual_cash, t.total_cash FROM importance.totals t LEFT JOIN importance.pages p ON true"
-                " WHERE t.id = 1 GROUP BY t.virtual_cash, t.total_cash"
-            )
+            cur = await conn.execute(CONSERVATION_SQL)
             row = await cur.fetchone()
             assert row is not None
             return float(row[0]), float(row[1])

@@ -13,6 +13,7 @@ from scipy.stats import spearmanr
 from cli.crawl_report import politeness_check
 from libs.common.urls import normalize_url
 from libs.simweb import SimWeb
+from services.importance.cash_store import CONSERVATION_SQL
 from tests.e2e.crawl_harness import FAST_POLITENESS, CrawlStack, crawl_stack
 
 pytestmark = pytest.mark.e2e
@@ -131,11 +132,7 @@ def test_important_pages_are_fetched_earlier_than_a_random_order_would(
 
 def test_cash_is_conserved(crawled: tuple[CrawlStack, list[object], SimWeb]) -> None:
     stack, _log, _web = crawled
-    ((accounted, total),) = stack.query(
-        "SELECT coalesce(sum(p.cash + CASE WHEN p.crawled THEN 0 ELSE t.dividend - p.dividend_mark END), 0)"
-        " + t.virtual_cash, t.total_cash FROM importance.totals t LEFT JOIN importance.pages p ON true"
-        " GROUP BY t.virtual_cash, t.total_cash"
-    )
+    ((accounted, total),) = stack.query(CONSERVATION_SQL)
     assert accounted == pytest.approx(total, rel=1e-9)
 
 

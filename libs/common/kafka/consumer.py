@@ -203,6 +203,11 @@ class TopicConsumer:
         last_commit = time.monotonic()
         while not self._stopping.is_set():
             if self._concurrency > 1:
+                if len(self._inflight) >= self._concurrency:
+                    # Pausing drops the prefetched records, which are fetched again after resume (a
+                    # round trip per pause): wait a little for a slot first, pause only if none frees.
+                    await asyncio.wait(set(self._inflight), timeout=self._poll_timeout,
+                                       return_when=asyncio.FIRST_COMPLETED)
                 await self._adjust_pause(consumer)
             room = self._batch_size if self._concurrency == 1 else max(1, self._concurrency - len(self._inflight))
             try:

@@ -273,7 +273,7 @@ async def test_concurrency_mode_processes_everything_within_its_bound_and_commit
 ) -> None:
     _create(kafka, FETCH_RESULTS, DEAD_LETTERS)
     group = unique_name("g")
-    count = 60
+    count = 32
     done: list[str] = []
     running = 0
     most_running = 0
@@ -284,7 +284,9 @@ async def test_concurrency_mode_processes_everything_within_its_bound_and_commit
         running += 1
         most_running = max(most_running, running)
         try:
-            await asyncio.sleep(0.01 * (int(records[0].value.request_id) % 4))  # finish out of order
+            # longer than the poll timeout, so that full slots pause the partitions; uneven, so that
+            # records finish out of order
+            await asyncio.sleep(0.25 + 0.02 * (int(records[0].value.request_id) % 4))
             done.append(records[0].value.request_id)
         finally:
             running -= 1

@@ -37,7 +37,7 @@ TOTAL_CASH = 100.0
 INTERNAL, EXTERNAL, BAD = pb.LINK_CLASS_INTERNAL, pb.LINK_CLASS_EXTERNAL, pb.LINK_CLASS_BAD
 
 # A small closed web: once every page is crawled, nothing new is left to discover.
-WEB: dict[str, list[tuple[str, int]]] = {
+WEB: dict[str, list[tuple[str, pb.LinkClass.ValueType]]] = {
     "http://a.example/": [("http://a.example/1", INTERNAL), ("http://a.example/2", INTERNAL),
                           ("http://b.example/", EXTERNAL)],
     "http://a.example/1": [("http://a.example/", INTERNAL), ("http://a.example/2", INTERNAL)],
@@ -77,7 +77,8 @@ class UpdateReader:
 
     def __init__(self, bootstrap: str, topic: str, group: str) -> None:
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(IMPORTANCE_UPDATES.partitions)])
+        partitions = range(IMPORTANCE_UPDATES.partitions)
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         self.seen: list[tuple[str, pb.ImportanceUpdate]] = []
 
     def _poll(self) -> None:

@@ -43,21 +43,21 @@ def priority(url: str, value: float) -> Priority:
 
 def outcome(
     sent: Dispatched,
-    status: int,
+    status: pb.FetchStatus.ValueType,
     *,
     retryable: bool = False,
     request_id: str | None = None,
     host_next_allowed_at: datetime | None = None,
 ) -> Outcome:
     """The outcome the scheduler's handler would derive from a fetcher's FetchOutcome."""
-    msg = pb.FetchOutcome(request_id=sent.request_id, url=sent.url, status=status, retryable=retryable)  # type: ignore[arg-type]
+    msg = pb.FetchOutcome(request_id=sent.request_id, url=sent.url, status=status, retryable=retryable)
     return Outcome(
         url_fp=sent.url_fp,
         request_id=sent.request_id if request_id is None else request_id,
         host=sent.host,
         status=frontier_status(msg),
         http_status=503 if retryable else 200,
-        outcome=pb.FetchStatus.Name(status),  # type: ignore[arg-type]
+        outcome=pb.FetchStatus.Name(status),
         error="unavailable" if retryable else "",
         fetched_at=datetime.now(UTC),
         host_next_allowed_at=host_next_allowed_at,
@@ -183,7 +183,8 @@ async def test_dispatch_only_serves_the_owned_partitions(frontier: FrontierStore
     await frontier.add_urls([new_url(f"http://{h}/") for h in (h1, h2, h3)])
 
     assert await frontier.dispatch(10, []) == []
-    assert await frontier.dispatch(10, [p for p in ALL if p not in {partition_for(h, PARTITIONS) for h in (h1, h2, h3)}]) == []
+    theirs = {partition_for(h, PARTITIONS) for h in (h1, h2, h3)}
+    assert await frontier.dispatch(10, [p for p in ALL if p not in theirs]) == []
     mine = await frontier.dispatch(10, [partition_for(h2, PARTITIONS)])
     assert [d.host for d in mine] == [h2]
     rest = await frontier.dispatch(10, ALL)
@@ -276,7 +277,8 @@ async def test_retryable_failure_backs_off_until_max_attempts(frontier: Frontier
 
     (last,) = await frontier.dispatch(10, ALL)
     assert last.attempts == MAX_ATTEMPTS
-    await frontier.apply_outcomes([outcome(last, pb.FETCH_STATUS_NETWORK_ERROR, retryable=True)], MAX_ATTEMPTS, RETRY_BASE)
+    failure = outcome(last, pb.FETCH_STATUS_NETWORK_ERROR, retryable=True)
+    assert await frontier.apply_outcomes([failure], MAX_ATTEMPTS, RETRY_BASE) == 1
 
     given_up = await row(scheduler_db, url)
     assert (given_up["status"], given_up["attempts"], given_up["last_outcome"]) == (

@@ -191,7 +191,7 @@ def test_importance_before_anything_was_crawled() -> None:
 
 Op = tuple[str, int, list[int], int]
 
-operation = st.one_of(
+operation: st.SearchStrategy[Op] = st.one_of(
     st.tuples(st.just("discover"), st.integers(1, 4), st.just([]), st.just(0)),
     st.tuples(
         st.just("visit"),
