@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from cli.eval import app as eval_app
 from cli.output import console, emit
 from cli.stack import local_stack
 from cli.stack.layout import StackSettings, StackState, state_path
@@ -19,6 +20,7 @@ app = typer.Typer(help="Trawl: a continuous, distributed web crawler.", no_args_
                   pretty_exceptions_enable=False)
 seeds_app = typer.Typer(help="Seed URLs.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
+app.add_typer(eval_app, name="eval")
 
 
 def _stack() -> StackSettings:
