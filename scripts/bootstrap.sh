@@ -7,6 +7,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 py="${PYTHON:-python3.11}"
 command -v "$py" >/dev/null 2>&1 || py=python3
+# kubectl (Debian's package): the tests render deploy/k8s with `kubectl kustomize`.
+if ! command -v kubectl >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq kubectl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq kubectl; }
+fi
 stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
 if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv

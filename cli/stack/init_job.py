@@ -70,14 +70,15 @@ def wait_until(name: str, attempt: Callable[[], None], timeout: float, interval:
 
 def kafka_reachable(bootstrap: str) -> Callable[[], None]:
     def attempt() -> None:
-        AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5.0)
+        # librdkafka's own connection errors are silenced: wait_until logs each failed attempt once.
+        AdminClient({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=3.0)
 
     return attempt
 
 
 def postgres_reachable(dsn: str) -> Callable[[], None]:
     def attempt() -> None:
-        with psycopg.connect(dsn, connect_timeout=5) as conn:
+        with psycopg.connect(dsn, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
 
     return attempt
@@ -92,7 +93,7 @@ def run(env: Mapping[str, str]) -> None:
     specs = [(kafka.topic(t.name), t.partitions) for t in ALL_TOPICS]
     created = create_topics(kafka.bootstrap, specs, replication_factor=settings.replication_factor)
     log.info("topics ready: %d declared, %d created", len(specs), len(created),
-             extra={"created": ",".join(created) or "-"})
+             extra={"topics_created": ",".join(created) or "-"})
     applied = migrate_all(database.dsn)
     for service, versions in applied.items():
         log.info("schema %s ready: %s", service, f"applied {versions}" if versions else "up to date")
