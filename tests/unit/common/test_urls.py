@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from libs.common.urls import (
@@ -353,3 +353,54 @@ def test_idempotent_on_url_like_text(url: str, sort_query: bool) -> None:
     assert normalize_url(once, policy=policy) == once
     if not sort_query:
         assert url_fingerprint(once) == url_fingerprint(url)
+
+
+def test_default_policy_strips_click_ids_and_session_ids() -> None:
+    url = "http://h.com/a?gbraid=1&wbraid=2&dclid=3&yclid=4&igshid=5&mc_cid=6&mc_eid=7&_ga=8&_gl=9&keep=1"
+    assert normalize_url(url) == "http://h.com/a?keep=1"
+    url = "http://h.com/shop;ASPSESSIONID=x?osCsid=abc&zenid=def&page=2"
+    assert normalize_url(url) == "http://h.com/shop?page=2"
+
+
+def test_url_settings_build_the_policy_from_the_environment() -> None:
+    from libs.common.settings import load_settings
+    from libs.common.urls import UrlSettings
+
+    assert load_settings(UrlSettings, {}).policy() == DEFAULT_POLICY
+    env = {"TRAWL_URL_STRIP_PARAMS": "ref, trk_*", "TRAWL_URL_SORT_QUERY": "true", "TRAWL_URL_MAX_LENGTH": "100"}
+    policy = load_settings(UrlSettings, env).policy()
+    assert policy == UrlPolicy(strip_params=("ref", "trk_*"), sort_query=True, max_length=100)
+    assert normalize_url("http://h.com/?z=1&ref=2&trk_a=3&utm_source=4", policy=policy) == (
+        "http://h.com/?utm_source=4&z=1"
+    )
+    with pytest.raises(ValueError, match="too small"):
+        load_settings(UrlSettings, {"TRAWL_URL_MAX_LENGTH": "3"}).policy()
+
+
+def _decoded_path_and_query(url: str) -> tuple[str, str]:
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    return unquote(parts.path), unquote(parts.query)
+
+
+@settings(max_examples=300, deadline=None)
+@given(canonical_parts(), st.data())
+def test_normalising_never_changes_the_resource(parts: tuple[str, str, str, str], data: st.DataObject) -> None:
+    """What a URL names (its decoded path and query) survives normalisation of any equivalent spelling."""
+    scheme, host, path, query = parts
+    assume(not any(DEFAULT_POLICY.strips(piece.split("=")[0]) for piece in query.split("&") if piece))
+    variant = f"{scheme}://{host}{_escape_some(data.draw, path)}" + (f"?{query}" if query else "")
+    normalized = normalize_url(variant)
+    assert _decoded_path_and_query(normalized) == _decoded_path_and_query(f"{scheme}://{host}{path}?{query}")
+    assert url_host(normalized) == host
+
+
+@settings(max_examples=200, deadline=None)
+@given(equivalent_pair())
+def test_rfc3986_equivalents_normalise_the_same_with_sorting(pair: tuple[str, str]) -> None:
+    policy = UrlPolicy(sort_query=True)
+    plain, variant = pair
+    once = normalize_url(variant, policy=policy)
+    assert once == normalize_url(plain, policy=policy)
+    assert normalize_url(once, policy=policy) == once
