@@ -55,7 +55,7 @@ class _LinkClassEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_LinkClass.V
     LINK_CLASS_EXTERNAL: _LinkClass.ValueType  # 2
     """another registered domain"""
     LINK_CLASS_BAD: _LinkClass.ValueType  # 3
-    """not a fetchable http(s) URL; see bad_reason"""
+    """never fetched: not an http(s) URL, or caught by a spider-trap rule; see bad_reason"""
 
 class LinkClass(_LinkClass, metaclass=_LinkClassEnumTypeWrapper):
     """How a link relates to the page it was found on."""
@@ -66,7 +66,7 @@ LINK_CLASS_INTERNAL: LinkClass.ValueType  # 1
 LINK_CLASS_EXTERNAL: LinkClass.ValueType  # 2
 """another registered domain"""
 LINK_CLASS_BAD: LinkClass.ValueType  # 3
-"""not a fetchable http(s) URL; see bad_reason"""
+"""never fetched: not an http(s) URL, or caught by a spider-trap rule; see bad_reason"""
 Global___LinkClass: _TypeAlias = LinkClass  # noqa: Y015
 
 class _FetchStatus:
@@ -271,6 +271,7 @@ class Document(_message.Message):
     CANONICAL_URL_FIELD_NUMBER: _builtins.int
     AUTHOR_FIELD_NUMBER: _builtins.int
     EXTRACTION_ERROR_FIELD_NUMBER: _builtins.int
+    CHARSET_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     title: _builtins.str
@@ -284,6 +285,8 @@ class Document(_message.Message):
     canonical_url: _builtins.str
     author: _builtins.str
     extraction_error: _builtins.str
+    charset: _builtins.str
+    """the codec the body was decoded with ("utf-8", "cp1252", ...)"""
     def __init__(
         self,
         *,
@@ -299,10 +302,11 @@ class Document(_message.Message):
         canonical_url: _builtins.str = ...,
         author: _builtins.str = ...,
         extraction_error: _builtins.str = ...,
+        charset: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "canonical_url", b"canonical_url", "content_fingerprint", b"content_fingerprint", "extraction_error", b"extraction_error", "fetched_at_ms", b"fetched_at_ms", "host", b"host", "language", b"language", "noindex", b"noindex", "published_at_ms", b"published_at_ms", "text", b"text", "title", b"title", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["author", b"author", "canonical_url", b"canonical_url", "charset", b"charset", "content_fingerprint", b"content_fingerprint", "extraction_error", b"extraction_error", "fetched_at_ms", b"fetched_at_ms", "host", b"host", "language", b"language", "noindex", b"noindex", "published_at_ms", b"published_at_ms", "text", b"text", "title", b"title", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -317,12 +321,24 @@ class Link(_message.Message):
     LINK_CLASS_FIELD_NUMBER: _builtins.int
     BAD_REASON_FIELD_NUMBER: _builtins.int
     NOFOLLOW_FIELD_NUMBER: _builtins.int
+    CONTEXT_FIELD_NUMBER: _builtins.int
+    SOURCE_TAG_FIELD_NUMBER: _builtins.int
+    TRAP_RULE_FIELD_NUMBER: _builtins.int
     url: _builtins.str
-    """normalised absolute URL; the raw href when bad"""
+    """normalised absolute URL; the raw href when bad (a trapped link keeps its normalised URL)"""
     anchor: _builtins.str
     link_class: Global___LinkClass.ValueType
     bad_reason: _builtins.str
+    """normaliser's reason code, or "trap:<rule>" for a spider trap"""
     nofollow: _builtins.bool
+    context: _builtins.str
+    """Text around the link in its block (anchor included), whitespace collapsed, a few words each side."""
+    source_tag: _builtins.str
+    """Where the link was found: "a", "area", "frame", "iframe", "link:canonical", "link:next",
+    "link:prev", "link:alternate", "meta:refresh", "header:<rel>" (HTTP Link header).
+    """
+    trap_rule: _builtins.str
+    """The spider-trap rule that caught this URL ("" when none); such a link is LINK_CLASS_BAD."""
     def __init__(
         self,
         *,
@@ -331,10 +347,13 @@ class Link(_message.Message):
         link_class: Global___LinkClass.ValueType = ...,
         bad_reason: _builtins.str = ...,
         nofollow: _builtins.bool = ...,
+        context: _builtins.str = ...,
+        source_tag: _builtins.str = ...,
+        trap_rule: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor", b"anchor", "bad_reason", b"bad_reason", "link_class", b"link_class", "nofollow", b"nofollow", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor", b"anchor", "bad_reason", b"bad_reason", "context", b"context", "link_class", b"link_class", "nofollow", b"nofollow", "source_tag", b"source_tag", "trap_rule", b"trap_rule", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -352,12 +371,21 @@ class PageLinks(_message.Message):
     DEPTH_FIELD_NUMBER: _builtins.int
     NOFOLLOW_FIELD_NUMBER: _builtins.int
     LINKS_FIELD_NUMBER: _builtins.int
+    CANONICAL_URL_FIELD_NUMBER: _builtins.int
+    FINAL_URL_FIELD_NUMBER: _builtins.int
+    LINKS_TRUNCATED_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     fetched_at_ms: _builtins.int
     depth: _builtins.int
     nofollow: _builtins.bool
     """meta robots nofollow: links recorded, none followed"""
+    canonical_url: _builtins.str
+    """the page's declared canonical URL, normalised ("" when none)"""
+    final_url: _builtins.str
+    """where redirects ended, normalised ("" when the URL itself answered)"""
+    links_truncated: _builtins.bool
+    """the page had more distinct links than the extractor keeps"""
     @_builtins.property
     def links(self) -> _containers.RepeatedCompositeFieldContainer[Global___Link]: ...
     def __init__(
@@ -369,10 +397,13 @@ class PageLinks(_message.Message):
         depth: _builtins.int = ...,
         nofollow: _builtins.bool = ...,
         links: _abc.Iterable[Global___Link] | None = ...,
+        canonical_url: _builtins.str = ...,
+        final_url: _builtins.str = ...,
+        links_truncated: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "fetched_at_ms", b"fetched_at_ms", "host", b"host", "links", b"links", "nofollow", b"nofollow", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["canonical_url", b"canonical_url", "depth", b"depth", "fetched_at_ms", b"fetched_at_ms", "final_url", b"final_url", "host", b"host", "links", b"links", "links_truncated", b"links_truncated", "nofollow", b"nofollow", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
