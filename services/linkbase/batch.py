@@ -18,6 +18,7 @@ from libs.common.urls import InvalidUrl, normalize_url, registered_domain
 from libs.common.wire import messages as pb
 from services.linkbase.rows import (
     ANCHOR_LIMIT,
+    CONTEXT_LIMIT,
     HREF_LIMIT,
     TEXT_LIMIT,
     BadLinkRow,
@@ -63,13 +64,13 @@ class LinkbaseBatch:
     @property
     def links(self) -> list[LinkRow]:
         rows = [link for page in self.pages.values() for link in page.links.values()]
-        rows.sort(key=lambda r: (r.source_fp, r.target.fp))
+        rows.sort(key=lambda r: (r.source.host_id, r.source.fp, r.target.fp))
         return rows
 
     @property
     def bad_links(self) -> list[BadLinkRow]:
         rows = [bad for page in self.pages.values() for bad in page.bad_links.values()]
-        rows.sort(key=lambda r: (r.source_fp, r.href_hash))
+        rows.sort(key=lambda r: (r.source_host_id, r.source_fp, r.href_hash))
         return rows
 
     def latest_outcomes(self) -> list[OutcomeRow]:
@@ -81,8 +82,8 @@ class LinkbaseBatch:
                 latest[row.ref.fp] = row
         return [latest[fp] for fp in sorted(latest)]
 
-    def host_availability(self) -> dict[int, bool]:
-        """Per host, what its most recent home-page outcome says (hosts without one are absent)."""
+    def host_availability(self) -> dict[int, tuple[bool, int]]:
+        """Per host, what its most recent home-page outcome says, and when (hosts without one are absent)."""
         latest: dict[int, OutcomeRow] = {}
         for row in self.outcomes.values():
             if row.host_available is None:
@@ -90,7 +91,7 @@ class LinkbaseBatch:
             seen = latest.get(row.ref.host_id)
             if seen is None or row.fetched_at_ms >= seen.fetched_at_ms:
                 latest[row.ref.host_id] = row
-        return {hid: bool(row.host_available) for hid, row in sorted(latest.items())}
+        return {hid: (bool(row.host_available), row.fetched_at_ms) for hid, row in sorted(latest.items())}
 
     # building --------------------------------------------------------------------------
     def _host(self, ref: UrlRef) -> int:
@@ -111,14 +112,15 @@ class LinkbaseBatch:
             if isinstance(target, str):
                 href = clean_text(link.url, HREF_LIMIT)
                 key = text_hash(href)
-                bad.setdefault(key, BadLinkRow(page.fp, key, href, target, anchor))
+                bad.setdefault(key, BadLinkRow(page.host_id, page.fp, key, href, target, anchor))
                 continue
             self._host(target)
             link_class = link.link_class
             if link_class not in _FOLLOWABLE_CLASSES:
                 same_site = registered_domain(target.host) == site
                 link_class = pb.LINK_CLASS_INTERNAL if same_site else pb.LINK_CLASS_EXTERNAL
-            row = LinkRow(page.fp, target, anchor, link_class, link.nofollow, not (msg.nofollow or link.nofollow))
+            row = LinkRow(page, target, anchor, link_class, link.nofollow, not (msg.nofollow or link.nofollow),
+                          clean_text(link.context, CONTEXT_LIMIT))
             seen = links.get(target.fp)
             links[target.fp] = row if seen is None else merge_links(seen, row)
         self.pages[page.fp] = _Page(PageRow(page, max(0, msg.depth), msg.fetched_at_ms), links, bad)
@@ -149,7 +151,11 @@ class LinkbaseBatch:
         ref = resolve_required(msg.url, "duplicate verdict")
         self._host(ref)
         duplicate_of = clean_text(msg.duplicate_of, HREF_LIMIT) if msg.duplicate and msg.duplicate_of else None
-        self.verdicts[ref.fp] = VerdictRow(ref, duplicate_of)
+        if duplicate_of is None:
+            self.verdicts[ref.fp] = VerdictRow(ref, 0, None, None)
+            return
+        near = msg.kind == pb.DUPLICATE_KIND_NEAR
+        self.verdicts[ref.fp] = VerdictRow(ref, 2 if near else 1, duplicate_of, msg.similarity if near else 1.0)
 
     def add_outcome(self, msg: pb.FetchOutcome, timestamp_ms: int) -> None:
         ref = resolve_required(msg.url, "fetch outcome")

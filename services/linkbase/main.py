@@ -22,8 +22,10 @@ from libs.common.wire import linkbase_grpc
 from services.linkbase.api import SERVICE_NAME, LinkbaseApi
 from services.linkbase.graph import GraphReader
 from services.linkbase.handler import LinkbaseHandler
+from services.linkbase.history_reader import HistoryReader
 from services.linkbase.outbox import DiscoveryPublisher
 from services.linkbase.settings import LinkbaseSettings
+from services.linkbase.sites import SiteBook
 from services.linkbase.store import LinkStore
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -37,7 +39,8 @@ async def build(env: Mapping[str, str]) -> Service:
     await asyncio.to_thread(apply_migrations, database.dsn, "linkbase", MIGRATIONS)
     db = Database(database, "linkbase")
     producer = TopicProducer(kafka, "linkbase")
-    publisher = DiscoveryPublisher(db, producer, interval=settings.publish_interval, chunk=settings.publish_chunk)
+    publisher = DiscoveryPublisher(db, producer, interval=settings.publish_interval, chunk=settings.publish_chunk,
+                                   traps=settings.traps)
     consumer = TopicConsumer(
         kafka,
         service="linkbase",
@@ -48,7 +51,7 @@ async def build(env: Mapping[str, str]) -> Service:
         concurrency=1,
         batch_size=settings.batch_size,
     )
-    api = LinkbaseApi(GraphReader(db))
+    api = LinkbaseApi(GraphReader(db), HistoryReader(db), SiteBook(db), on_seeds=publisher.wake)
 
     def register(server: grpc.aio.Server) -> None:
         linkbase_grpc.add_LinkbaseServiceServicer_to_server(api, server)

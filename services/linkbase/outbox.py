@@ -8,6 +8,10 @@ keyed by host, waits until the broker acknowledged them (flush) and only then se
 after commit leaves them pending and the next run (at start, on a timer, and after every
 consumed batch) announces them. Only a crash between the flush and the commit of a chunk
 can announce URLs twice.
+
+Each announcement carries the URL's path and that path's trap penalty
+(:mod:`services.linkbase.trap_signal`); the start URL of a registered seed site is announced
+as a seed.
 """
 
 from __future__ import annotations
@@ -22,14 +26,18 @@ from libs.common.db.pool import Database
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DISCOVERED_URLS
 from libs.common.wire import messages as pb
+from services.linkbase.rows import path_key
+from services.linkbase.trap_signal import TrapPolicy, path_penalties
 
 log = logging.getLogger(__name__)
 
 _SELECT_PENDING = """
-SELECT u.url_fp, u.url, h.host, u.depth, src.url, (extract(epoch FROM u.first_seen) * 1000)::bigint
+SELECT u.host_id, u.url_fp, u.url, h.host, u.depth, src.url, (extract(epoch FROM u.first_seen) * 1000)::bigint,
+       s.host_id IS NOT NULL
 FROM linkbase.urls AS u
 LEFT JOIN linkbase.hosts AS h ON h.host_id = u.host_id
-LEFT JOIN linkbase.urls AS src ON src.url_fp = u.discovered_from_fp
+LEFT JOIN linkbase.urls AS src ON src.host_id = u.discovered_from_host_id AND src.url_fp = u.discovered_from_fp
+LEFT JOIN linkbase.seeds AS s ON s.host_id = u.host_id AND s.start_url = u.url
 WHERE u.announce_state = 1
 ORDER BY u.url_fp
 LIMIT %s
@@ -37,20 +45,26 @@ FOR UPDATE OF u SKIP LOCKED
 """
 
 _MARK_ANNOUNCED = """
-UPDATE linkbase.urls SET announce_state = 2 WHERE url_fp = ANY(%s::bigint[]) AND announce_state = 1
+UPDATE linkbase.urls AS u SET announce_state = 2
+FROM unnest(%s::bigint[], %s::bigint[]) AS k(host_id, url_fp)
+WHERE u.host_id = k.host_id AND u.url_fp = k.url_fp AND u.announce_state = 1
 """
 
 
 class DiscoveryPublisher:
     """Publishes pending discoveries: on demand (:meth:`publish_pending`) and every ``interval`` seconds."""
 
-    def __init__(self, db: Database, producer: TopicProducer, *, interval: float, chunk: int) -> None:
+    def __init__(
+        self, db: Database, producer: TopicProducer, *, interval: float, chunk: int, traps: TrapPolicy
+    ) -> None:
         self._db = db
         self._producer = producer
+        self._traps = traps
         self._interval = interval
         self._chunk = max(1, chunk)
         self._lock = asyncio.Lock()
         self._stopping = asyncio.Event()
+        self._woken = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.announced = 0
 
@@ -61,6 +75,7 @@ class DiscoveryPublisher:
     async def stop(self, timeout: float = 10.0) -> None:
         """Lets a run in progress finish its chunk (a cancelled chunk would be announced twice)."""
         self._stopping.set()
+        self._woken.set()
         if self._task is not None:
             done, _pending = await asyncio.wait({self._task}, timeout=timeout)
             if not done:
@@ -78,7 +93,12 @@ class DiscoveryPublisher:
             except Exception as exc:
                 log.warning("publishing pending discoveries failed (they stay pending): %s", exc)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), timeout=self._interval)
+                await asyncio.wait_for(self._woken.wait(), timeout=self._interval)
+            self._woken.clear()
+
+    def wake(self) -> None:
+        """Runs the outbox now rather than at the next interval (new pending rows were committed)."""
+        self._woken.set()
 
     async def publish_pending(self) -> int:
         """Announces every pending URL, chunk by chunk; returns how many were announced."""
@@ -99,7 +119,9 @@ class DiscoveryPublisher:
             rows = await cur.fetchall()
             if not rows:
                 return 0
-            for _fp, url, host, depth, source, first_seen_ms in rows:
+            paths = {row[1]: (row[0], path_key(row[2])) for row in rows}
+            penalties = await path_penalties(conn, self._traps, paths.values())
+            for _host_id, fp, url, host, depth, source, first_seen_ms, seed in rows:
                 host = host or urlsplit(url).hostname or ""
                 message = pb.DiscoveredUrl(
                     url=url,
@@ -107,11 +129,13 @@ class DiscoveryPublisher:
                     depth=depth or 0,
                     discovered_from=source or "",
                     discovered_at_ms=first_seen_ms,
-                    source=pb.DISCOVERY_SOURCE_LINK,
+                    source=pb.DISCOVERY_SOURCE_SEED if seed else pb.DISCOVERY_SOURCE_LINK,
+                    path_key=paths[fp][1],
+                    path_penalty=penalties.get(paths[fp], 0.0),
                 )
                 self._producer.send(DISCOVERED_URLS, host, message)
             await self._producer.flush()
-            await conn.execute(_MARK_ANNOUNCED, ([row[0] for row in rows],))
+            await conn.execute(_MARK_ANNOUNCED, ([row[0] for row in rows], [row[1] for row in rows]))
         metrics.MESSAGES_PRODUCED.labels("linkbase", DISCOVERED_URLS.name).inc(len(rows))
         self.announced += len(rows)
         return len(rows)

@@ -19,6 +19,7 @@ from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint
 from libs.common.wire import messages as pb
 
 ANCHOR_LIMIT = 500
+CONTEXT_LIMIT = 1000
 HREF_LIMIT = 2048
 TEXT_LIMIT = 2000
 
@@ -44,6 +45,20 @@ def text_hash(text: str) -> int:
     return value
 
 
+def path_key(url: str) -> str:
+    """Host plus first path segment, the unit of trap signals (seed 004's "path").
+
+    ``/news/2024/x.html`` is under ``a.test/news``. A page directly under the root is under
+    ``a.test/``, except a dynamic one (with a query: ``/calendar.php?m=3``), which is its own
+    path ``a.test/calendar.php``, since endless query variants are the classic trap.
+    """
+    parts = urlsplit(url)
+    rest = parts.path.lstrip("/")
+    first, slash, _tail = rest.partition("/")
+    segment = first if slash or parts.query else ""
+    return f"{parts.hostname or ''}/{segment}"
+
+
 @dataclass(frozen=True, slots=True)
 class UrlRef:
     """A normalised URL with its fingerprint and host."""
@@ -57,6 +72,11 @@ class UrlRef:
     def is_home_page(self) -> bool:
         parts = urlsplit(self.url)
         return parts.path == "/" and not parts.query
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """The primary key of the URL's row: (host id, URL fingerprint)."""
+        return (self.host_id, self.fp)
 
 
 @functools.lru_cache(maxsize=200_000)
@@ -93,16 +113,22 @@ class PageRow:
 
 @dataclass(frozen=True, slots=True)
 class LinkRow:
-    source_fp: int
+    source: UrlRef
     target: UrlRef
     anchor: str
     link_class: int
     nofollow: bool
     followable: bool
+    context: str = ""
+
+    @property
+    def source_fp(self) -> int:
+        return self.source.fp
 
 
 @dataclass(frozen=True, slots=True)
 class BadLinkRow:
+    source_host_id: int
     source_fp: int
     href_hash: int
     href: str
@@ -114,7 +140,7 @@ class BadLinkRow:
 class TargetRow:
     ref: UrlRef
     depth: int | None
-    discovered_from_fp: int
+    discovered_from: UrlRef
     followable: bool
 
 
@@ -131,8 +157,16 @@ class DocumentRow:
 
 @dataclass(frozen=True, slots=True)
 class VerdictRow:
+    """dup_state: 0 unique, 1 exact copy of ``duplicate_of``, 2 near-duplicate of ``duplicate_of``."""
+
     ref: UrlRef
+    dup_state: int
     duplicate_of: str | None
+    similarity: float | None
+
+    @property
+    def duplicate(self) -> bool:
+        return self.dup_state != 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +199,13 @@ class OutcomeRow:
 def merge_links(old: LinkRow, new: LinkRow) -> LinkRow:
     """Two links from one page to one target: keep the first anchor, follow if either may be followed."""
     return LinkRow(
-        old.source_fp,
+        old.source,
         old.target,
         old.anchor or new.anchor,
         old.link_class,
         old.nofollow and new.nofollow,
         old.followable or new.followable,
+        old.context or new.context,
     )
 
 
@@ -178,22 +213,23 @@ def targets_of(links: list[LinkRow], page_depths: dict[int, int | None]) -> list
     """One row per linked URL: depth = 1 + the smallest depth of a page linking to it.
 
     ``page_depths`` are the stored depths of the source pages (after this batch's update);
-    the page giving the smallest depth becomes ``discovered_from``. Sorted by fingerprint,
+    the page giving the smallest depth becomes ``discovered_from``. Sorted by primary key,
     so that concurrent writers lock rows in the same order.
     """
-    best: dict[int, TargetRow] = {}
+    best: dict[tuple[int, int], TargetRow] = {}
     for link in links:
-        source_depth = page_depths.get(link.source_fp)
+        source_depth = page_depths.get(link.source.fp)
         depth = None if source_depth is None else source_depth + 1
-        seen = best.get(link.target.fp)
+        key = link.target.key
+        seen = best.get(key)
         if seen is None:
-            best[link.target.fp] = TargetRow(link.target, depth, link.source_fp, link.followable)
+            best[key] = TargetRow(link.target, depth, link.source, link.followable)
             continue
         closer = depth is not None and (seen.depth is None or depth < seen.depth)
-        best[link.target.fp] = TargetRow(
+        best[key] = TargetRow(
             seen.ref,
             depth if closer else seen.depth,
-            link.source_fp if closer else seen.discovered_from_fp,
+            link.source if closer else seen.discovered_from,
             seen.followable or link.followable,
         )
-    return [best[fp] for fp in sorted(best)]
+    return [best[key] for key in sorted(best)]

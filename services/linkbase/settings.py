@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from libs.common.settings import setting
+from services.linkbase.trap_signal import TrapPolicy
 
 
 @dataclass(frozen=True)
@@ -21,3 +22,20 @@ class LinkbaseSettings:
     publish_chunk: int = setting(
         "TRAWL_LINKBASE_PUBLISH_CHUNK", 5000, "Pending discoveries announced per outbox transaction."
     )
+    trap_min_judged: int = setting(
+        "TRAWL_LINKBASE_TRAP_MIN_JUDGED", 10, "Pages of a path dedup must have judged before it can be called a trap."
+    )
+    trap_duplicate_share: float = setting(
+        "TRAWL_LINKBASE_TRAP_DUPLICATE_SHARE",
+        0.5,
+        "Share of duplicates among a path's judged pages above which its URLs are announced with a penalty.",
+    )
+    trap_penalty: float = setting(
+        "TRAWL_LINKBASE_TRAP_PENALTY",
+        0.9,
+        "Penalty announced for URLs of a trap path: the scheduler multiplies their priority by 1 - penalty.",
+    )
+
+    @property
+    def traps(self) -> TrapPolicy:
+        return TrapPolicy(self.trap_min_judged, self.trap_duplicate_share, self.trap_penalty)

@@ -20,6 +20,7 @@ from libs.localinfra import create_topics
 from services.linkbase.batch import build_batch
 from services.linkbase.outbox import DiscoveryPublisher
 from services.linkbase.store import LinkStore
+from services.linkbase.trap_signal import TrapPolicy
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -52,7 +53,7 @@ async def test_pending_discoveries_survive_a_crash_and_are_announced_once(
 
     producer = TopicProducer(settings, "linkbase-test")
     await producer.start()
-    publisher = DiscoveryPublisher(linkbase_db, producer, interval=0.2, chunk=10)
+    publisher = DiscoveryPublisher(linkbase_db, producer, interval=0.2, chunk=10, traps=TrapPolicy(10, 0.5, 0.9))
     await publisher.start()  # the next start publishes them, in chunks of 10
     try:
         deadline = time.monotonic() + 10
@@ -66,3 +67,4 @@ async def test_pending_discoveries_survive_a_crash_and_are_announced_once(
     announced = await asyncio.to_thread(_read_all, kafka_bootstrap, topic, 25, 3.0)
     assert sorted(m.url for m in announced) == sorted(f"http://a.test/{i}" for i in range(25))
     assert all(m.discovered_from == "http://a.test/" and m.depth == 1 and m.host == "a.test" for m in announced)
+    assert all(m.path_key == "a.test/" and m.path_penalty == 0.0 for m in announced)

@@ -234,3 +234,40 @@ async def test_poison_messages_are_dead_lettered_and_good_ones_still_processed(
         record = await linkbase_grpc.LinkbaseServiceStub(channel).GetUrl(
             lb_pb.GetUrlRequest(url="http://good.test/"))
         assert record.fetched
+
+
+async def test_sites_hosts_history_and_external_links_over_grpc(
+    linkbase: tuple[Service, str], kafka_bootstrap: str
+) -> None:
+    service, prefix = linkbase
+    discovered = TopicReader(kafka_bootstrap, prefix, DISCOVERED_URLS)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.grpc.port}") as channel:
+        stub = linkbase_grpc.LinkbaseServiceStub(channel)
+        reply = await stub.AddSites(lb_pb.AddSitesRequest(sites=[
+            lb_pb.Site(name="Site A", short_name="A", start_url="http://a.test/")]))
+        assert reply.accepted == 1
+        try:
+            [(key, seed)] = await discovered.wait_for(1)
+        finally:
+            discovered.close()
+        assert (key, seed.url, seed.depth, seed.source) == ("a.test", "http://a.test/", 0, pb.DISCOVERY_SOURCE_SEED)
+
+        _produce(kafka_bootstrap, prefix + PAGE_LINKS.name, url_key("http://a.test/"), HOME)
+        host = await _eventually(lambda: _host_with_links(stub, "a.test"))
+        assert (host.seed.short_name, host.internal_links, host.external_links) == ("A", 3, 1)
+        external = await stub.GetExternalLinks(lb_pb.GetExternalLinksRequest(site="a.test"))
+        assert [(link.target_url, link.anchor) for link in external.links] == [("http://b.test/", "B")]
+        history = await stub.GetUrlHistory(lb_pb.GetUrlHistoryRequest(url="http://a.test/"))
+        assert history.url == "http://a.test/" and list(history.revealed) == []
+        for call, request in ((stub.GetHost, lb_pb.GetHostRequest(host="never.test")),
+                              (stub.GetUrlHistory, lb_pb.GetUrlHistoryRequest(url="http://never.test/")),
+                              (stub.GetExternalLinks, lb_pb.GetExternalLinksRequest(site="never.test"))):
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await call(request)
+            assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def _host_with_links(stub: Any, host: str) -> lb_pb.HostSummary:
+    summary: lb_pb.HostSummary = await stub.GetHost(lb_pb.GetHostRequest(host=host))
+    assert summary.external_links > 0
+    return summary

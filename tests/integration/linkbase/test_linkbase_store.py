@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from google.protobuf.message import Message
 
-from libs.common.db.migrations import apply_migrations
+from libs.common.db.migrations import apply_migrations, discover
 from libs.common.db.pool import Database
 from libs.common.kafka.consumer import Record
 from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, PAGE_LINKS, Topic
@@ -15,18 +18,20 @@ from libs.common.urls import url_fingerprint
 from libs.common.wire import messages as pb
 from services.linkbase.batch import build_batch
 from services.linkbase.main import MIGRATIONS
-from services.linkbase.rows import host_id
+from services.linkbase.rows import host_id, resolve
 from services.linkbase.store import LinkStore
 
 pytestmark = pytest.mark.integration
 
 TABLES = {
     "hosts": "host_id",
-    "urls": "url_fp",
-    "links": "source_fp, target_fp",
-    "bad_links": "source_fp, href_hash",
-    "fetch_history": "url_fp, request_id",
-    "page_versions": "url_fp, fetched_at",
+    "urls": "host_id, url_fp",
+    "links": "source_host_id, source_fp, target_fp",
+    "bad_links": "source_host_id, source_fp, href_hash",
+    "fetch_history": "host_id, url_fp, request_id",
+    "page_versions": "host_id, url_fp, fetched_at",
+    "publish_history": "hub_host_id, hub_fp, fetched_at, child_fp",
+    "path_stats": "host_id, path_key",
 }
 
 
@@ -57,7 +62,8 @@ async def _url(db: Database, url: str) -> dict[str, Any]:
     async with db.connection() as conn:
         cur = await conn.execute(
             "SELECT depth, announce_state, fetched, discovered_from_fp, title, content_fp, duplicate_of,"
-            " last_fetch_status, http_status, language FROM linkbase.urls WHERE url_fp = %s",
+            " last_fetch_status, http_status, language, dup_state, near_duplicate_of, similarity"
+            " FROM linkbase.urls WHERE url_fp = %s",
             (url_fingerprint(url),),
         )
         row = await cur.fetchone()
@@ -76,7 +82,7 @@ async def _host(db: Database, host: str) -> tuple[int, bool]:
 
 
 def test_migrations_apply_to_an_empty_database_and_are_idempotent(fresh_db: str) -> None:
-    assert apply_migrations(fresh_db, "linkbase", MIGRATIONS) == [1]
+    assert apply_migrations(fresh_db, "linkbase", MIGRATIONS) == [m.version for m in discover(MIGRATIONS)]
     assert apply_migrations(fresh_db, "linkbase", MIGRATIONS) == []
 
 
@@ -119,7 +125,7 @@ async def test_a_recrawl_replaces_the_out_links(linkbase_db: Database) -> None:
     await _write(store, _page("http://a.test/", ["http://a.test/1", "http://a.test/2", "mailto:x@a.test"]))
     await _write(store, _page("http://a.test/", ["http://a.test/2", "http://a.test/3"]))
     snapshot = await _snapshot(linkbase_db)
-    targets = {row[1] for row in snapshot["links"]}
+    targets = {row[2] for row in snapshot["links"]}
     assert targets == {url_fingerprint("http://a.test/2"), url_fingerprint("http://a.test/3")}
     assert snapshot["bad_links"] == []
     assert await _host(linkbase_db, "a.test") == (1, True)
@@ -168,3 +174,35 @@ async def test_documents_and_verdicts_annotate_urls(linkbase_db: Database) -> No
     await _write(store, _record(DUPLICATE_VERDICTS, pb.DuplicateVerdict(url="http://a.test/p", duplicate=False)))
     assert (await _url(linkbase_db, "http://a.test/p"))["duplicate_of"] is None
     assert len((await _snapshot(linkbase_db))["page_versions"]) == 1
+
+
+def test_the_partitioning_migration_moves_existing_rows(fresh_db: str, tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    first.mkdir()
+    shutil.copy(MIGRATIONS / "0001_init.sql", first)
+    apply_migrations(fresh_db, "linkbase", first)
+    a, x, b = (resolve(u) for u in ("http://a.test/", "http://a.test/x", "http://b.test/"))
+    with psycopg.connect(fresh_db) as conn:
+        conn.execute("INSERT INTO linkbase.hosts (host_id, host, registered_domain) VALUES (%s, 'a.test', 'a.test'),"
+                     " (%s, 'b.test', 'b.test')", (a.host_id, b.host_id))
+        conn.execute("INSERT INTO linkbase.urls (url_fp, url, host_id, depth, fetched, fetched_at, duplicate_of,"
+                     " discovered_from_fp) VALUES (%s, %s, %s, 0, true, now(), NULL, NULL),"
+                     " (%s, %s, %s, 1, false, NULL, 'http://a.test/', %s), (%s, %s, %s, 1, false, NULL, NULL, %s)",
+                     (a.fp, a.url, a.host_id, x.fp, x.url, x.host_id, a.fp, b.fp, b.url, b.host_id, a.fp))
+        conn.execute("INSERT INTO linkbase.links VALUES (%s, %s, 'X', 1, false), (%s, %s, 'B', 2, false)",
+                     (a.fp, x.fp, a.fp, b.fp))
+        conn.execute("INSERT INTO linkbase.bad_links VALUES (%s, 5, 'mailto:x', 'scheme', '')", (a.fp,))
+        conn.execute("INSERT INTO linkbase.fetch_history VALUES (%s, 'r1', 1, 1, 200, now(), 5, NULL)", (a.fp,))
+    apply_migrations(fresh_db, "linkbase", MIGRATIONS)
+    with psycopg.connect(fresh_db) as conn:
+        links = conn.execute("SELECT source_host_id, source_fp, target_fp, target_host_id, anchor FROM linkbase.links"
+                             " ORDER BY anchor").fetchall()
+        assert links == [(a.host_id, a.fp, b.fp, b.host_id, "B"), (a.host_id, a.fp, x.fp, x.host_id, "X")]
+        urls = conn.execute("SELECT url, host_id, discovered_from_host_id, dup_state, links_at IS NOT NULL"
+                            " FROM linkbase.urls ORDER BY url").fetchall()
+        assert urls == [(a.url, a.host_id, None, None, True), (x.url, x.host_id, a.host_id, 1, False),
+                        (b.url, b.host_id, a.host_id, None, False)]
+        assert conn.execute("SELECT count(*) FROM linkbase.bad_links").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM linkbase.fetch_history").fetchone() == (1,)
+        kinds = conn.execute("SELECT relkind FROM pg_class WHERE oid = 'linkbase.links'::regclass").fetchone()
+        assert kinds == ("p",)

@@ -107,8 +107,8 @@ def test_latest_outcome_per_url_and_home_page_availability() -> None:
     assert len(batch.outcomes) == 3
     latest = {row.ref.url: row.status for row in batch.latest_outcomes()}
     assert latest == {"http://a.test/": pb.FETCH_STATUS_OK, "http://b.test/": pb.FETCH_STATUS_NETWORK_ERROR}
-    assert batch.host_availability() == {resolve("http://a.test/").host_id: True,
-                                         resolve("http://b.test/").host_id: False}
+    assert batch.host_availability() == {resolve("http://a.test/").host_id: (True, 2000),
+                                         resolve("http://b.test/").host_id: (False, 3000)}
     synthesized = [row for row in batch.outcomes.values() if row.ref.url == "http://b.test/"]
     assert synthesized[0].request_id == "3000:0" and synthesized[0].fetched_at_ms == 3000
 

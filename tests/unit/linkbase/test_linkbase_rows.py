@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from libs.common.urls import url_fingerprint
 from libs.common.wire import messages as pb
-from services.linkbase.rows import LinkRow, OutcomeRow, UrlRef, host_id, merge_links, resolve, targets_of
+from services.linkbase.rows import (
+    LinkRow,
+    OutcomeRow,
+    UrlRef,
+    host_id,
+    merge_links,
+    path_key,
+    resolve,
+    targets_of,
+)
+
+SOURCES = {n: resolve(f"http://a.test/source-{n}") for n in range(1, 3)}
 
 
 def _link(source: int, url: str, *, followable: bool = True, anchor: str = "") -> LinkRow:
-    return LinkRow(source, resolve(url), anchor, pb.LINK_CLASS_INTERNAL, not followable, followable)
+    return LinkRow(SOURCES[source], resolve(url), anchor, pb.LINK_CLASS_INTERNAL, not followable, followable)
 
 
 def test_resolve_normalises_and_fingerprints() -> None:
@@ -34,27 +45,35 @@ def test_home_page_is_the_root_path_without_query() -> None:
 
 def test_target_depth_is_one_more_than_the_shallowest_source() -> None:
     links = [_link(1, "http://a.test/x"), _link(2, "http://a.test/x"), _link(2, "http://a.test/y")]
-    targets = {t.ref.url: t for t in targets_of(links, {1: 5, 2: 2})}
+    targets = {t.ref.url: t for t in targets_of(links, {SOURCES[1].fp: 5, SOURCES[2].fp: 2})}
     assert targets["http://a.test/x"].depth == 3
-    assert targets["http://a.test/x"].discovered_from_fp == 2
+    assert targets["http://a.test/x"].discovered_from == SOURCES[2]
     assert targets["http://a.test/y"].depth == 3
 
 
 def test_target_is_followable_when_any_link_to_it_is() -> None:
     links = [_link(1, "http://a.test/x", followable=False), _link(2, "http://a.test/x")]
-    (target,) = targets_of(links, {1: 0, 2: 0})
+    (target,) = targets_of(links, {SOURCES[1].fp: 0, SOURCES[2].fp: 0})
     assert target.followable
 
 
 def test_unknown_source_depth_leaves_target_depth_unknown() -> None:
-    (target,) = targets_of([_link(1, "http://a.test/x")], {1: None})
+    (target,) = targets_of([_link(1, "http://a.test/x")], {SOURCES[1].fp: None})
     assert target.depth is None
 
 
-def test_targets_are_sorted_by_fingerprint() -> None:
-    links = [_link(1, f"http://a.test/{i}") for i in range(20)]
-    fps = [t.ref.fp for t in targets_of(links, {1: 0})]
-    assert fps == sorted(fps)
+def test_targets_are_sorted_by_primary_key() -> None:
+    links = [_link(1, f"http://h{i % 3}.test/{i}") for i in range(20)]
+    keys = [t.ref.key for t in targets_of(links, {SOURCES[1].fp: 0})]
+    assert keys == sorted(keys)
+
+
+def test_path_key_is_host_and_first_segment() -> None:
+    assert path_key("http://a.test/news/2024/x.html") == "a.test/news"
+    assert path_key("http://a.test/about.html") == "a.test/"
+    assert path_key("http://a.test/") == "a.test/"
+    assert path_key("http://a.test/calendar.php?m=3") == "a.test/calendar.php"
+    assert path_key("http://a.test/news/") == "a.test/news"
 
 
 def test_merge_links_keeps_first_anchor_and_follows_if_either_does() -> None:

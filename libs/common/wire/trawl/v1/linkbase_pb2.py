@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from libs.common.wire.trawl.v1 import messages_pb2 as trawl_dot_v1_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17trawl/v1/linkbase.proto\x12\x08trawl.v1\x1a\x17trawl/v1/messages.proto\"\x1c\n\rGetUrlRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\"\xc5\x02\n\tUrlRecord\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x03 \x01(\x05\x12\x0f\n\x07\x66\x65tched\x18\x04 \x01(\x08\x12\x13\n\x0bhttp_status\x18\x05 \x01(\x05\x12\x15\n\rfetched_at_ms\x18\x06 \x01(\x03\x12\x1b\n\x13\x63ontent_fingerprint\x18\x07 \x01(\t\x12\x14\n\x0c\x64uplicate_of\x18\x08 \x01(\t\x12\x17\n\x0fpublished_at_ms\x18\t \x01(\x03\x12\r\n\x05title\x18\n \x01(\t\x12\x15\n\rfirst_seen_ms\x18\x0b \x01(\x03\x12\x15\n\rin_link_count\x18\x0c \x01(\x05\x12\x16\n\x0eout_link_count\x18\r \x01(\x05\x12\x30\n\x11last_fetch_status\x18\x0e \x01(\x0e\x32\x15.trawl.v1.FetchStatus\"E\n\x0fGetLinksRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"\x92\x01\n\tGraphLink\x12\x12\n\nsource_url\x18\x01 \x01(\t\x12\x12\n\ntarget_url\x18\x02 \x01(\t\x12\x0e\n\x06\x61nchor\x18\x03 \x01(\t\x12\'\n\nlink_class\x18\x04 \x01(\x0e\x32\x13.trawl.v1.LinkClass\x12\x12\n\nbad_reason\x18\x05 \x01(\t\x12\x10\n\x08nofollow\x18\x06 \x01(\x08\"H\n\tLinksPage\x12\"\n\x05links\x18\x01 \x03(\x0b\x32\x13.trawl.v1.GraphLink\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\xc6\x01\n\x0fLinkbaseService\x12\x36\n\x06GetUrl\x12\x17.trawl.v1.GetUrlRequest\x1a\x13.trawl.v1.UrlRecord\x12<\n\nGetInLinks\x12\x19.trawl.v1.GetLinksRequest\x1a\x13.trawl.v1.LinksPage\x12=\n\x0bGetOutLinks\x12\x19.trawl.v1.GetLinksRequest\x1a\x13.trawl.v1.LinksPageb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17trawl/v1/linkbase.proto\x12\x08trawl.v1\x1a\x17trawl/v1/messages.proto\"\x1c\n\rGetUrlRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\"\xb5\x03\n\tUrlRecord\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x03 \x01(\x05\x12\x0f\n\x07\x66\x65tched\x18\x04 \x01(\x08\x12\x13\n\x0bhttp_status\x18\x05 \x01(\x05\x12\x15\n\rfetched_at_ms\x18\x06 \x01(\x03\x12\x1b\n\x13\x63ontent_fingerprint\x18\x07 \x01(\t\x12\x14\n\x0c\x64uplicate_of\x18\x08 \x01(\t\x12\x17\n\x0fpublished_at_ms\x18\t \x01(\x03\x12\r\n\x05title\x18\n \x01(\t\x12\x15\n\rfirst_seen_ms\x18\x0b \x01(\x03\x12\x15\n\rin_link_count\x18\x0c \x01(\x05\x12\x16\n\x0eout_link_count\x18\r \x01(\x05\x12\x30\n\x11last_fetch_status\x18\x0e \x01(\x0e\x32\x15.trawl.v1.FetchStatus\x12/\n\x0e\x64uplicate_kind\x18\x0f \x01(\x0e\x32\x17.trawl.v1.DuplicateKind\x12\x12\n\nsimilarity\x18\x10 \x01(\x01\x12\x17\n\x0f\x64iscovered_from\x18\x11 \x01(\t\x12\x10\n\x08path_key\x18\x12 \x01(\t\"E\n\x0fGetLinksRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"\xa3\x01\n\tGraphLink\x12\x12\n\nsource_url\x18\x01 \x01(\t\x12\x12\n\ntarget_url\x18\x02 \x01(\t\x12\x0e\n\x06\x61nchor\x18\x03 \x01(\t\x12\'\n\nlink_class\x18\x04 \x01(\x0e\x32\x13.trawl.v1.LinkClass\x12\x12\n\nbad_reason\x18\x05 \x01(\t\x12\x10\n\x08nofollow\x18\x06 \x01(\x08\x12\x0f\n\x07\x63ontext\x18\x07 \x01(\t\"H\n\tLinksPage\x12\"\n\x05links\x18\x01 \x03(\x0b\x32\x13.trawl.v1.GraphLink\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"2\n\x14GetUrlHistoryRequest\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"\xa7\x01\n\nFetchEvent\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x02 \x01(\x05\x12%\n\x06status\x18\x03 \x01(\x0e\x32\x15.trawl.v1.FetchStatus\x12\x13\n\x0bhttp_status\x18\x04 \x01(\x05\x12\x15\n\rfetched_at_ms\x18\x05 \x01(\x03\x12\x12\n\nelapsed_ms\x18\x06 \x01(\x05\x12\r\n\x05\x65rror\x18\x07 \x01(\t\"Z\n\x0bPageVersion\x12\x15\n\rfetched_at_ms\x18\x01 \x01(\x03\x12\x1b\n\x13\x63ontent_fingerprint\x18\x02 \x01(\t\x12\x17\n\x0fpublished_at_ms\x18\x03 \x01(\x03\"\x9f\x01\n\rRevealedChild\x12\x0f\n\x07hub_url\x18\x01 \x01(\t\x12\x11\n\tchild_url\x18\x02 \x01(\t\x12\x15\n\rfetched_at_ms\x18\x03 \x01(\x03\x12\x1c\n\x14previous_fetch_at_ms\x18\x04 \x01(\x03\x12\x1d\n\x15\x63hild_published_at_ms\x18\x05 \x01(\x03\x12\x16\n\x0einferred_at_ms\x18\x06 \x01(\x03\"\xc2\x01\n\nUrlHistory\x12\x0b\n\x03url\x18\x01 \x01(\t\x12%\n\x07\x66\x65tches\x18\x02 \x03(\x0b\x32\x14.trawl.v1.FetchEvent\x12\'\n\x08versions\x18\x03 \x03(\x0b\x32\x15.trawl.v1.PageVersion\x12)\n\x08revealed\x18\x04 \x03(\x0b\x32\x17.trawl.v1.RevealedChild\x12,\n\x0brevealed_by\x18\x05 \x03(\x0b\x32\x17.trawl.v1.RevealedChild\"\x1e\n\x0eGetHostRequest\x12\x0c\n\x04host\x18\x01 \x01(\t\";\n\x04Site\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x12\n\nshort_name\x18\x02 \x01(\t\x12\x11\n\tstart_url\x18\x03 \x01(\t\"F\n\x0ePathDuplicates\x12\x10\n\x08path_key\x18\x01 \x01(\t\x12\x0e\n\x06judged\x18\x02 \x01(\x03\x12\x12\n\nduplicates\x18\x03 \x01(\x03\"\xde\x02\n\x0bHostSummary\x12\x0c\n\x04host\x18\x01 \x01(\t\x12\x19\n\x11registered_domain\x18\x02 \x01(\t\x12\x11\n\tavailable\x18\x03 \x01(\x08\x12\x1a\n\x12\x61vailability_at_ms\x18\x04 \x01(\x03\x12\x15\n\rfirst_seen_ms\x18\x05 \x01(\x03\x12\x15\n\rpages_fetched\x18\x06 \x01(\x03\x12\x12\n\nurls_known\x18\x07 \x01(\x03\x12\x16\n\x0einternal_links\x18\x08 \x01(\x03\x12\x16\n\x0e\x65xternal_links\x18\t \x01(\x03\x12\x11\n\tbad_links\x18\n \x01(\x03\x12\x12\n\nduplicates\x18\x0b \x01(\x03\x12\x17\n\x0fnear_duplicates\x18\x0c \x01(\x03\x12\x1c\n\x04seed\x18\r \x01(\x0b\x32\x0e.trawl.v1.Site\x12\'\n\x05paths\x18\x0e \x03(\x0b\x32\x18.trawl.v1.PathDuplicates\"\x97\x01\n\x17GetExternalLinksRequest\x12\x0c\n\x04site\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x15\n\rtarget_domain\x18\x04 \x01(\t\x12\x17\n\x0f\x61nchor_contains\x18\x05 \x01(\t\x12\x17\n\x0f\x66ollowable_only\x18\x06 \x01(\x08\"0\n\x0f\x41\x64\x64SitesRequest\x12\x1d\n\x05sites\x18\x01 \x03(\x0b\x32\x0e.trawl.v1.Site\"1\n\x0cRejectedSite\x12\x11\n\tstart_url\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"N\n\x10\x41\x64\x64SitesResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x05\x12(\n\x08rejected\x18\x02 \x03(\x0b\x32\x16.trawl.v1.RejectedSite2\xd8\x03\n\x0fLinkbaseService\x12\x36\n\x06GetUrl\x12\x17.trawl.v1.GetUrlRequest\x1a\x13.trawl.v1.UrlRecord\x12<\n\nGetInLinks\x12\x19.trawl.v1.GetLinksRequest\x1a\x13.trawl.v1.LinksPage\x12=\n\x0bGetOutLinks\x12\x19.trawl.v1.GetLinksRequest\x1a\x13.trawl.v1.LinksPage\x12\x45\n\rGetUrlHistory\x12\x1e.trawl.v1.GetUrlHistoryRequest\x1a\x14.trawl.v1.UrlHistory\x12:\n\x07GetHost\x12\x18.trawl.v1.GetHostRequest\x1a\x15.trawl.v1.HostSummary\x12J\n\x10GetExternalLinks\x12!.trawl.v1.GetExternalLinksRequest\x1a\x13.trawl.v1.LinksPage\x12\x41\n\x08\x41\x64\x64Sites\x12\x19.trawl.v1.AddSitesRequest\x1a\x1a.trawl.v1.AddSitesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,13 +35,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETURLREQUEST']._serialized_start=62
   _globals['_GETURLREQUEST']._serialized_end=90
   _globals['_URLRECORD']._serialized_start=93
-  _globals['_URLRECORD']._serialized_end=418
-  _globals['_GETLINKSREQUEST']._serialized_start=420
-  _globals['_GETLINKSREQUEST']._serialized_end=489
-  _globals['_GRAPHLINK']._serialized_start=492
-  _globals['_GRAPHLINK']._serialized_end=638
-  _globals['_LINKSPAGE']._serialized_start=640
-  _globals['_LINKSPAGE']._serialized_end=712
-  _globals['_LINKBASESERVICE']._serialized_start=715
-  _globals['_LINKBASESERVICE']._serialized_end=913
+  _globals['_URLRECORD']._serialized_end=530
+  _globals['_GETLINKSREQUEST']._serialized_start=532
+  _globals['_GETLINKSREQUEST']._serialized_end=601
+  _globals['_GRAPHLINK']._serialized_start=604
+  _globals['_GRAPHLINK']._serialized_end=767
+  _globals['_LINKSPAGE']._serialized_start=769
+  _globals['_LINKSPAGE']._serialized_end=841
+  _globals['_GETURLHISTORYREQUEST']._serialized_start=843
+  _globals['_GETURLHISTORYREQUEST']._serialized_end=893
+  _globals['_FETCHEVENT']._serialized_start=896
+  _globals['_FETCHEVENT']._serialized_end=1063
+  _globals['_PAGEVERSION']._serialized_start=1065
+  _globals['_PAGEVERSION']._serialized_end=1155
+  _globals['_REVEALEDCHILD']._serialized_start=1158
+  _globals['_REVEALEDCHILD']._serialized_end=1317
+  _globals['_URLHISTORY']._serialized_start=1320
+  _globals['_URLHISTORY']._serialized_end=1514
+  _globals['_GETHOSTREQUEST']._serialized_start=1516
+  _globals['_GETHOSTREQUEST']._serialized_end=1546
+  _globals['_SITE']._serialized_start=1548
+  _globals['_SITE']._serialized_end=1607
+  _globals['_PATHDUPLICATES']._serialized_start=1609
+  _globals['_PATHDUPLICATES']._serialized_end=1679
+  _globals['_HOSTSUMMARY']._serialized_start=1682
+  _globals['_HOSTSUMMARY']._serialized_end=2032
+  _globals['_GETEXTERNALLINKSREQUEST']._serialized_start=2035
+  _globals['_GETEXTERNALLINKSREQUEST']._serialized_end=2186
+  _globals['_ADDSITESREQUEST']._serialized_start=2188
+  _globals['_ADDSITESREQUEST']._serialized_end=2236
+  _globals['_REJECTEDSITE']._serialized_start=2238
+  _globals['_REJECTEDSITE']._serialized_end=2287
+  _globals['_ADDSITESRESPONSE']._serialized_start=2289
+  _globals['_ADDSITESRESPONSE']._serialized_end=2367
+  _globals['_LINKBASESERVICE']._serialized_start=2370
+  _globals['_LINKBASESERVICE']._serialized_end=2842
 # @@protoc_insertion_point(module_scope)

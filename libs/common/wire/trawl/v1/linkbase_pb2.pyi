@@ -56,6 +56,10 @@ class UrlRecord(_message.Message):
     IN_LINK_COUNT_FIELD_NUMBER: _builtins.int
     OUT_LINK_COUNT_FIELD_NUMBER: _builtins.int
     LAST_FETCH_STATUS_FIELD_NUMBER: _builtins.int
+    DUPLICATE_KIND_FIELD_NUMBER: _builtins.int
+    SIMILARITY_FIELD_NUMBER: _builtins.int
+    DISCOVERED_FROM_FIELD_NUMBER: _builtins.int
+    PATH_KEY_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     depth: _builtins.int
@@ -70,6 +74,12 @@ class UrlRecord(_message.Message):
     in_link_count: _builtins.int
     out_link_count: _builtins.int
     last_fetch_status: _messages_pb2.FetchStatus.ValueType
+    duplicate_kind: _messages_pb2.DuplicateKind.ValueType
+    """NEAR: duplicate_of is the near-duplicate cluster's representative"""
+    similarity: _builtins.float
+    discovered_from: _builtins.str
+    """the page the URL was first found on at its depth ("" for seeds)"""
+    path_key: _builtins.str
     def __init__(
         self,
         *,
@@ -87,10 +97,14 @@ class UrlRecord(_message.Message):
         in_link_count: _builtins.int = ...,
         out_link_count: _builtins.int = ...,
         last_fetch_status: _messages_pb2.FetchStatus.ValueType = ...,
+        duplicate_kind: _messages_pb2.DuplicateKind.ValueType = ...,
+        similarity: _builtins.float = ...,
+        discovered_from: _builtins.str = ...,
+        path_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_fingerprint", b"content_fingerprint", "depth", b"depth", "duplicate_of", b"duplicate_of", "fetched", b"fetched", "fetched_at_ms", b"fetched_at_ms", "first_seen_ms", b"first_seen_ms", "host", b"host", "http_status", b"http_status", "in_link_count", b"in_link_count", "last_fetch_status", b"last_fetch_status", "out_link_count", b"out_link_count", "published_at_ms", b"published_at_ms", "title", b"title", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_fingerprint", b"content_fingerprint", "depth", b"depth", "discovered_from", b"discovered_from", "duplicate_kind", b"duplicate_kind", "duplicate_of", b"duplicate_of", "fetched", b"fetched", "fetched_at_ms", b"fetched_at_ms", "first_seen_ms", b"first_seen_ms", "host", b"host", "http_status", b"http_status", "in_link_count", b"in_link_count", "last_fetch_status", b"last_fetch_status", "out_link_count", b"out_link_count", "path_key", b"path_key", "published_at_ms", b"published_at_ms", "similarity", b"similarity", "title", b"title", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -132,12 +146,15 @@ class GraphLink(_message.Message):
     LINK_CLASS_FIELD_NUMBER: _builtins.int
     BAD_REASON_FIELD_NUMBER: _builtins.int
     NOFOLLOW_FIELD_NUMBER: _builtins.int
+    CONTEXT_FIELD_NUMBER: _builtins.int
     source_url: _builtins.str
     target_url: _builtins.str
     anchor: _builtins.str
     link_class: _messages_pb2.LinkClass.ValueType
     bad_reason: _builtins.str
     nofollow: _builtins.bool
+    context: _builtins.str
+    """text around the link on its page"""
     def __init__(
         self,
         *,
@@ -147,10 +164,11 @@ class GraphLink(_message.Message):
         link_class: _messages_pb2.LinkClass.ValueType = ...,
         bad_reason: _builtins.str = ...,
         nofollow: _builtins.bool = ...,
+        context: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor", b"anchor", "bad_reason", b"bad_reason", "link_class", b"link_class", "nofollow", b"nofollow", "source_url", b"source_url", "target_url", b"target_url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor", b"anchor", "bad_reason", b"bad_reason", "context", b"context", "link_class", b"link_class", "nofollow", b"nofollow", "source_url", b"source_url", "target_url", b"target_url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -178,3 +196,406 @@ class LinksPage(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LinksPage: _TypeAlias = LinksPage  # noqa: Y015
+
+@_typing.final
+class GetUrlHistoryRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    limit: _builtins.int
+    """most entries of each list, newest first; default 100, at most 1000"""
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+        limit: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limit", b"limit", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetUrlHistoryRequest: _TypeAlias = GetUrlHistoryRequest  # noqa: Y015
+
+@_typing.final
+class FetchEvent(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    ATTEMPT_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    HTTP_STATUS_FIELD_NUMBER: _builtins.int
+    FETCHED_AT_MS_FIELD_NUMBER: _builtins.int
+    ELAPSED_MS_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    attempt: _builtins.int
+    status: _messages_pb2.FetchStatus.ValueType
+    http_status: _builtins.int
+    fetched_at_ms: _builtins.int
+    elapsed_ms: _builtins.int
+    error: _builtins.str
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        attempt: _builtins.int = ...,
+        status: _messages_pb2.FetchStatus.ValueType = ...,
+        http_status: _builtins.int = ...,
+        fetched_at_ms: _builtins.int = ...,
+        elapsed_ms: _builtins.int = ...,
+        error: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "elapsed_ms", b"elapsed_ms", "error", b"error", "fetched_at_ms", b"fetched_at_ms", "http_status", b"http_status", "request_id", b"request_id", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FetchEvent: _TypeAlias = FetchEvent  # noqa: Y015
+
+@_typing.final
+class PageVersion(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FETCHED_AT_MS_FIELD_NUMBER: _builtins.int
+    CONTENT_FINGERPRINT_FIELD_NUMBER: _builtins.int
+    PUBLISHED_AT_MS_FIELD_NUMBER: _builtins.int
+    fetched_at_ms: _builtins.int
+    content_fingerprint: _builtins.str
+    published_at_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        fetched_at_ms: _builtins.int = ...,
+        content_fingerprint: _builtins.str = ...,
+        published_at_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_fingerprint", b"content_fingerprint", "fetched_at_ms", b"fetched_at_ms", "published_at_ms", b"published_at_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PageVersion: _TypeAlias = PageVersion  # noqa: Y015
+
+@_typing.final
+class RevealedChild(_message.Message):
+    """One child URL that a fetch of a hub page revealed (seed 001's history row)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HUB_URL_FIELD_NUMBER: _builtins.int
+    CHILD_URL_FIELD_NUMBER: _builtins.int
+    FETCHED_AT_MS_FIELD_NUMBER: _builtins.int
+    PREVIOUS_FETCH_AT_MS_FIELD_NUMBER: _builtins.int
+    CHILD_PUBLISHED_AT_MS_FIELD_NUMBER: _builtins.int
+    INFERRED_AT_MS_FIELD_NUMBER: _builtins.int
+    hub_url: _builtins.str
+    child_url: _builtins.str
+    fetched_at_ms: _builtins.int
+    """T_now: the hub fetch that revealed the child"""
+    previous_fetch_at_ms: _builtins.int
+    """T_last: the hub's fetch before it"""
+    child_published_at_ms: _builtins.int
+    """the child's extracted publish date, 0 when unknown"""
+    inferred_at_ms: _builtins.int
+    """midpoint of T_last and T_now when under an hour apart, else 0"""
+    def __init__(
+        self,
+        *,
+        hub_url: _builtins.str = ...,
+        child_url: _builtins.str = ...,
+        fetched_at_ms: _builtins.int = ...,
+        previous_fetch_at_ms: _builtins.int = ...,
+        child_published_at_ms: _builtins.int = ...,
+        inferred_at_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["child_published_at_ms", b"child_published_at_ms", "child_url", b"child_url", "fetched_at_ms", b"fetched_at_ms", "hub_url", b"hub_url", "inferred_at_ms", b"inferred_at_ms", "previous_fetch_at_ms", b"previous_fetch_at_ms"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RevealedChild: _TypeAlias = RevealedChild  # noqa: Y015
+
+@_typing.final
+class UrlHistory(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    FETCHES_FIELD_NUMBER: _builtins.int
+    VERSIONS_FIELD_NUMBER: _builtins.int
+    REVEALED_FIELD_NUMBER: _builtins.int
+    REVEALED_BY_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    @_builtins.property
+    def fetches(self) -> _containers.RepeatedCompositeFieldContainer[Global___FetchEvent]: ...
+    @_builtins.property
+    def versions(self) -> _containers.RepeatedCompositeFieldContainer[Global___PageVersion]: ...
+    @_builtins.property
+    def revealed(self) -> _containers.RepeatedCompositeFieldContainer[Global___RevealedChild]:
+        """children this URL revealed as a hub"""
+
+    @_builtins.property
+    def revealed_by(self) -> _containers.RepeatedCompositeFieldContainer[Global___RevealedChild]:
+        """hub fetches that revealed this URL"""
+
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+        fetches: _abc.Iterable[Global___FetchEvent] | None = ...,
+        versions: _abc.Iterable[Global___PageVersion] | None = ...,
+        revealed: _abc.Iterable[Global___RevealedChild] | None = ...,
+        revealed_by: _abc.Iterable[Global___RevealedChild] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fetches", b"fetches", "revealed", b"revealed", "revealed_by", b"revealed_by", "url", b"url", "versions", b"versions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UrlHistory: _TypeAlias = UrlHistory  # noqa: Y015
+
+@_typing.final
+class GetHostRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HOST_FIELD_NUMBER: _builtins.int
+    host: _builtins.str
+    def __init__(
+        self,
+        *,
+        host: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host", b"host"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetHostRequest: _TypeAlias = GetHostRequest  # noqa: Y015
+
+@_typing.final
+class Site(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    SHORT_NAME_FIELD_NUMBER: _builtins.int
+    START_URL_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    short_name: _builtins.str
+    start_url: _builtins.str
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        short_name: _builtins.str = ...,
+        start_url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "short_name", b"short_name", "start_url", b"start_url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Site: _TypeAlias = Site  # noqa: Y015
+
+@_typing.final
+class PathDuplicates(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_KEY_FIELD_NUMBER: _builtins.int
+    JUDGED_FIELD_NUMBER: _builtins.int
+    DUPLICATES_FIELD_NUMBER: _builtins.int
+    path_key: _builtins.str
+    judged: _builtins.int
+    duplicates: _builtins.int
+    def __init__(
+        self,
+        *,
+        path_key: _builtins.str = ...,
+        judged: _builtins.int = ...,
+        duplicates: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicates", b"duplicates", "judged", b"judged", "path_key", b"path_key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PathDuplicates: _TypeAlias = PathDuplicates  # noqa: Y015
+
+@_typing.final
+class HostSummary(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HOST_FIELD_NUMBER: _builtins.int
+    REGISTERED_DOMAIN_FIELD_NUMBER: _builtins.int
+    AVAILABLE_FIELD_NUMBER: _builtins.int
+    AVAILABILITY_AT_MS_FIELD_NUMBER: _builtins.int
+    FIRST_SEEN_MS_FIELD_NUMBER: _builtins.int
+    PAGES_FETCHED_FIELD_NUMBER: _builtins.int
+    URLS_KNOWN_FIELD_NUMBER: _builtins.int
+    INTERNAL_LINKS_FIELD_NUMBER: _builtins.int
+    EXTERNAL_LINKS_FIELD_NUMBER: _builtins.int
+    BAD_LINKS_FIELD_NUMBER: _builtins.int
+    DUPLICATES_FIELD_NUMBER: _builtins.int
+    NEAR_DUPLICATES_FIELD_NUMBER: _builtins.int
+    SEED_FIELD_NUMBER: _builtins.int
+    PATHS_FIELD_NUMBER: _builtins.int
+    host: _builtins.str
+    registered_domain: _builtins.str
+    available: _builtins.bool
+    """false: the home page could not be fetched ("not available")"""
+    availability_at_ms: _builtins.int
+    first_seen_ms: _builtins.int
+    pages_fetched: _builtins.int
+    urls_known: _builtins.int
+    internal_links: _builtins.int
+    """counted up to a cap (see the API's documentation)"""
+    external_links: _builtins.int
+    bad_links: _builtins.int
+    duplicates: _builtins.int
+    near_duplicates: _builtins.int
+    @_builtins.property
+    def seed(self) -> Global___Site:
+        """empty when the host is not a registered seed site"""
+
+    @_builtins.property
+    def paths(self) -> _containers.RepeatedCompositeFieldContainer[Global___PathDuplicates]:
+        """paths with the most duplicates first"""
+
+    def __init__(
+        self,
+        *,
+        host: _builtins.str = ...,
+        registered_domain: _builtins.str = ...,
+        available: _builtins.bool = ...,
+        availability_at_ms: _builtins.int = ...,
+        first_seen_ms: _builtins.int = ...,
+        pages_fetched: _builtins.int = ...,
+        urls_known: _builtins.int = ...,
+        internal_links: _builtins.int = ...,
+        external_links: _builtins.int = ...,
+        bad_links: _builtins.int = ...,
+        duplicates: _builtins.int = ...,
+        near_duplicates: _builtins.int = ...,
+        seed: Global___Site | None = ...,
+        paths: _abc.Iterable[Global___PathDuplicates] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["seed", b"seed"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["availability_at_ms", b"availability_at_ms", "available", b"available", "bad_links", b"bad_links", "duplicates", b"duplicates", "external_links", b"external_links", "first_seen_ms", b"first_seen_ms", "host", b"host", "internal_links", b"internal_links", "near_duplicates", b"near_duplicates", "pages_fetched", b"pages_fetched", "paths", b"paths", "registered_domain", b"registered_domain", "seed", b"seed", "urls_known", b"urls_known"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HostSummary: _TypeAlias = HostSummary  # noqa: Y015
+
+@_typing.final
+class GetExternalLinksRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SITE_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    TARGET_DOMAIN_FIELD_NUMBER: _builtins.int
+    ANCHOR_CONTAINS_FIELD_NUMBER: _builtins.int
+    FOLLOWABLE_ONLY_FIELD_NUMBER: _builtins.int
+    site: _builtins.str
+    """a host, or a registered domain (every host under it)"""
+    page_size: _builtins.int
+    """default 100, at most 1000"""
+    page_token: _builtins.str
+    target_domain: _builtins.str
+    """only links to this registered domain"""
+    anchor_contains: _builtins.str
+    """only links whose anchor or context contains this (case-insensitive)"""
+    followable_only: _builtins.bool
+    """leave out rel=nofollow links"""
+    def __init__(
+        self,
+        *,
+        site: _builtins.str = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        target_domain: _builtins.str = ...,
+        anchor_contains: _builtins.str = ...,
+        followable_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor_contains", b"anchor_contains", "followable_only", b"followable_only", "page_size", b"page_size", "page_token", b"page_token", "site", b"site", "target_domain", b"target_domain"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetExternalLinksRequest: _TypeAlias = GetExternalLinksRequest  # noqa: Y015
+
+@_typing.final
+class AddSitesRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SITES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def sites(self) -> _containers.RepeatedCompositeFieldContainer[Global___Site]: ...
+    def __init__(
+        self,
+        *,
+        sites: _abc.Iterable[Global___Site] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["sites", b"sites"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddSitesRequest: _TypeAlias = AddSitesRequest  # noqa: Y015
+
+@_typing.final
+class RejectedSite(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    START_URL_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    start_url: _builtins.str
+    reason: _builtins.str
+    def __init__(
+        self,
+        *,
+        start_url: _builtins.str = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason", "start_url", b"start_url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RejectedSite: _TypeAlias = RejectedSite  # noqa: Y015
+
+@_typing.final
+class AddSitesResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACCEPTED_FIELD_NUMBER: _builtins.int
+    REJECTED_FIELD_NUMBER: _builtins.int
+    accepted: _builtins.int
+    @_builtins.property
+    def rejected(self) -> _containers.RepeatedCompositeFieldContainer[Global___RejectedSite]: ...
+    def __init__(
+        self,
+        *,
+        accepted: _builtins.int = ...,
+        rejected: _abc.Iterable[Global___RejectedSite] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "rejected", b"rejected"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AddSitesResponse: _TypeAlias = AddSitesResponse  # noqa: Y015

@@ -49,6 +49,26 @@ class LinkbaseServiceStub:
                 request_serializer=trawl_dot_v1_dot_linkbase__pb2.GetLinksRequest.SerializeToString,
                 response_deserializer=trawl_dot_v1_dot_linkbase__pb2.LinksPage.FromString,
                 _registered_method=True)
+        self.GetUrlHistory = channel.unary_unary(
+                '/trawl.v1.LinkbaseService/GetUrlHistory',
+                request_serializer=trawl_dot_v1_dot_linkbase__pb2.GetUrlHistoryRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_linkbase__pb2.UrlHistory.FromString,
+                _registered_method=True)
+        self.GetHost = channel.unary_unary(
+                '/trawl.v1.LinkbaseService/GetHost',
+                request_serializer=trawl_dot_v1_dot_linkbase__pb2.GetHostRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_linkbase__pb2.HostSummary.FromString,
+                _registered_method=True)
+        self.GetExternalLinks = channel.unary_unary(
+                '/trawl.v1.LinkbaseService/GetExternalLinks',
+                request_serializer=trawl_dot_v1_dot_linkbase__pb2.GetExternalLinksRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_linkbase__pb2.LinksPage.FromString,
+                _registered_method=True)
+        self.AddSites = channel.unary_unary(
+                '/trawl.v1.LinkbaseService/AddSites',
+                request_serializer=trawl_dot_v1_dot_linkbase__pb2.AddSitesRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_linkbase__pb2.AddSitesResponse.FromString,
+                _registered_method=True)
 
 
 class LinkbaseServiceServicer:
@@ -72,6 +92,34 @@ class LinkbaseServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetUrlHistory(self, request, context):
+        """A URL's fetches, content versions and publish-time history (as a hub and as a child).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetHost(self, request, context):
+        """A host's summary: availability, counts, its seed, the paths where duplicates pile up.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetExternalLinks(self, request, context):
+        """External links found on the pages of a site (a host, or every host of a registered domain).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddSites(self, request, context):
+        """Registers seed sites (BeeBot's name, short name, start URL); their start URLs are announced.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LinkbaseServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -89,6 +137,26 @@ def add_LinkbaseServiceServicer_to_server(servicer, server):
                     servicer.GetOutLinks,
                     request_deserializer=trawl_dot_v1_dot_linkbase__pb2.GetLinksRequest.FromString,
                     response_serializer=trawl_dot_v1_dot_linkbase__pb2.LinksPage.SerializeToString,
+            ),
+            'GetUrlHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetUrlHistory,
+                    request_deserializer=trawl_dot_v1_dot_linkbase__pb2.GetUrlHistoryRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_linkbase__pb2.UrlHistory.SerializeToString,
+            ),
+            'GetHost': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetHost,
+                    request_deserializer=trawl_dot_v1_dot_linkbase__pb2.GetHostRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_linkbase__pb2.HostSummary.SerializeToString,
+            ),
+            'GetExternalLinks': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetExternalLinks,
+                    request_deserializer=trawl_dot_v1_dot_linkbase__pb2.GetExternalLinksRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_linkbase__pb2.LinksPage.SerializeToString,
+            ),
+            'AddSites': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddSites,
+                    request_deserializer=trawl_dot_v1_dot_linkbase__pb2.AddSitesRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_linkbase__pb2.AddSitesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -172,6 +240,114 @@ class LinkbaseService:
             '/trawl.v1.LinkbaseService/GetOutLinks',
             trawl_dot_v1_dot_linkbase__pb2.GetLinksRequest.SerializeToString,
             trawl_dot_v1_dot_linkbase__pb2.LinksPage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetUrlHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.LinkbaseService/GetUrlHistory',
+            trawl_dot_v1_dot_linkbase__pb2.GetUrlHistoryRequest.SerializeToString,
+            trawl_dot_v1_dot_linkbase__pb2.UrlHistory.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetHost(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.LinkbaseService/GetHost',
+            trawl_dot_v1_dot_linkbase__pb2.GetHostRequest.SerializeToString,
+            trawl_dot_v1_dot_linkbase__pb2.HostSummary.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetExternalLinks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.LinkbaseService/GetExternalLinks',
+            trawl_dot_v1_dot_linkbase__pb2.GetExternalLinksRequest.SerializeToString,
+            trawl_dot_v1_dot_linkbase__pb2.LinksPage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddSites(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.LinkbaseService/AddSites',
+            trawl_dot_v1_dot_linkbase__pb2.AddSitesRequest.SerializeToString,
+            trawl_dot_v1_dot_linkbase__pb2.AddSitesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -34,6 +34,14 @@ class LinkbaseServiceStub:
     GetUrl: _grpc.UnaryUnaryMultiCallable[_linkbase_pb2.GetUrlRequest, _linkbase_pb2.UrlRecord]
     GetInLinks: _grpc.UnaryUnaryMultiCallable[_linkbase_pb2.GetLinksRequest, _linkbase_pb2.LinksPage]
     GetOutLinks: _grpc.UnaryUnaryMultiCallable[_linkbase_pb2.GetLinksRequest, _linkbase_pb2.LinksPage]
+    GetUrlHistory: _grpc.UnaryUnaryMultiCallable[_linkbase_pb2.GetUrlHistoryRequest, _linkbase_pb2.UrlHistory]
+    """A URL's fetches, content versions and publish-time history (as a hub and as a child)."""
+    GetHost: _grpc.UnaryUnaryMultiCallable[_linkbase_pb2.GetHostRequest, _linkbase_pb2.HostSummary]
+    """A host's summary: availability, counts, its seed, the paths where duplicates pile up."""
+    GetExternalLinks: _grpc.UnaryUnaryMultiCallable[_linkbase_pb2.GetExternalLinksRequest, _linkbase_pb2.LinksPage]
+    """External links found on the pages of a site (a host, or every host of a registered domain)."""
+    AddSites: _grpc.UnaryUnaryMultiCallable[_linkbase_pb2.AddSitesRequest, _linkbase_pb2.AddSitesResponse]
+    """Registers seed sites (BeeBot's name, short name, start URL); their start URLs are announced."""
 
 @_typing.type_check_only
 class LinkbaseServiceAsyncStub(LinkbaseServiceStub):
@@ -41,6 +49,14 @@ class LinkbaseServiceAsyncStub(LinkbaseServiceStub):
     GetUrl: _aio.UnaryUnaryMultiCallable[_linkbase_pb2.GetUrlRequest, _linkbase_pb2.UrlRecord]  # type: ignore[assignment]
     GetInLinks: _aio.UnaryUnaryMultiCallable[_linkbase_pb2.GetLinksRequest, _linkbase_pb2.LinksPage]  # type: ignore[assignment]
     GetOutLinks: _aio.UnaryUnaryMultiCallable[_linkbase_pb2.GetLinksRequest, _linkbase_pb2.LinksPage]  # type: ignore[assignment]
+    GetUrlHistory: _aio.UnaryUnaryMultiCallable[_linkbase_pb2.GetUrlHistoryRequest, _linkbase_pb2.UrlHistory]  # type: ignore[assignment]
+    """A URL's fetches, content versions and publish-time history (as a hub and as a child)."""
+    GetHost: _aio.UnaryUnaryMultiCallable[_linkbase_pb2.GetHostRequest, _linkbase_pb2.HostSummary]  # type: ignore[assignment]
+    """A host's summary: availability, counts, its seed, the paths where duplicates pile up."""
+    GetExternalLinks: _aio.UnaryUnaryMultiCallable[_linkbase_pb2.GetExternalLinksRequest, _linkbase_pb2.LinksPage]  # type: ignore[assignment]
+    """External links found on the pages of a site (a host, or every host of a registered domain)."""
+    AddSites: _aio.UnaryUnaryMultiCallable[_linkbase_pb2.AddSitesRequest, _linkbase_pb2.AddSitesResponse]  # type: ignore[assignment]
+    """Registers seed sites (BeeBot's name, short name, start URL); their start URLs are announced."""
 
 class LinkbaseServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -63,5 +79,37 @@ class LinkbaseServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _linkbase_pb2.GetLinksRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_linkbase_pb2.LinksPage, _abc.Awaitable[_linkbase_pb2.LinksPage]]: ...
+
+    @_abc_1.abstractmethod
+    def GetUrlHistory(
+        self,
+        request: _linkbase_pb2.GetUrlHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_linkbase_pb2.UrlHistory, _abc.Awaitable[_linkbase_pb2.UrlHistory]]:
+        """A URL's fetches, content versions and publish-time history (as a hub and as a child)."""
+
+    @_abc_1.abstractmethod
+    def GetHost(
+        self,
+        request: _linkbase_pb2.GetHostRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_linkbase_pb2.HostSummary, _abc.Awaitable[_linkbase_pb2.HostSummary]]:
+        """A host's summary: availability, counts, its seed, the paths where duplicates pile up."""
+
+    @_abc_1.abstractmethod
+    def GetExternalLinks(
+        self,
+        request: _linkbase_pb2.GetExternalLinksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_linkbase_pb2.LinksPage, _abc.Awaitable[_linkbase_pb2.LinksPage]]:
+        """External links found on the pages of a site (a host, or every host of a registered domain)."""
+
+    @_abc_1.abstractmethod
+    def AddSites(
+        self,
+        request: _linkbase_pb2.AddSitesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_linkbase_pb2.AddSitesResponse, _abc.Awaitable[_linkbase_pb2.AddSitesResponse]]:
+        """Registers seed sites (BeeBot's name, short name, start URL); their start URLs are announced."""
 
 def add_LinkbaseServiceServicer_to_server(servicer: LinkbaseServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -115,6 +115,30 @@ FETCH_STATUS_UNSUPPORTED_TYPE: FetchStatus.ValueType  # 8
 """content type not crawled"""
 Global___FetchStatus: _TypeAlias = FetchStatus  # noqa: Y015
 
+class _DuplicateKind:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DuplicateKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DuplicateKind.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DUPLICATE_KIND_UNSPECIFIED: _DuplicateKind.ValueType  # 0
+    """not a duplicate"""
+    DUPLICATE_KIND_EXACT: _DuplicateKind.ValueType  # 1
+    """the same content fingerprint as duplicate_of"""
+    DUPLICATE_KIND_NEAR: _DuplicateKind.ValueType  # 2
+    """shingle resemblance with duplicate_of at or above the threshold"""
+
+class DuplicateKind(_DuplicateKind, metaclass=_DuplicateKindEnumTypeWrapper):
+    """What kind of copy a duplicate verdict found."""
+
+DUPLICATE_KIND_UNSPECIFIED: DuplicateKind.ValueType  # 0
+"""not a duplicate"""
+DUPLICATE_KIND_EXACT: DuplicateKind.ValueType  # 1
+"""the same content fingerprint as duplicate_of"""
+DUPLICATE_KIND_NEAR: DuplicateKind.ValueType  # 2
+"""shingle resemblance with duplicate_of at or above the threshold"""
+Global___DuplicateKind: _TypeAlias = DuplicateKind  # noqa: Y015
+
 @_typing.final
 class FetchRequest(_message.Message):
     """A request to fetch one URL. Topic: trawl.fetch-requests, key: host."""
@@ -422,13 +446,20 @@ class DuplicateVerdict(_message.Message):
     DUPLICATE_OF_FIELD_NUMBER: _builtins.int
     SIMILARITY_FIELD_NUMBER: _builtins.int
     DECIDED_AT_MS_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    SIMHASH_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     content_fingerprint: _builtins.str
     duplicate: _builtins.bool
     duplicate_of: _builtins.str
+    """the cluster's representative: the first copy seen"""
     similarity: _builtins.float
+    """1 for exact copies, the estimated resemblance for near ones"""
     decided_at_ms: _builtins.int
+    kind: Global___DuplicateKind.ValueType
+    simhash: _builtins.int
+    """Charikar simhash of the document's shingles (0 without text)"""
     def __init__(
         self,
         *,
@@ -439,10 +470,12 @@ class DuplicateVerdict(_message.Message):
         duplicate_of: _builtins.str = ...,
         similarity: _builtins.float = ...,
         decided_at_ms: _builtins.int = ...,
+        kind: Global___DuplicateKind.ValueType = ...,
+        simhash: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_fingerprint", b"content_fingerprint", "decided_at_ms", b"decided_at_ms", "duplicate", b"duplicate", "duplicate_of", b"duplicate_of", "host", b"host", "similarity", b"similarity", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content_fingerprint", b"content_fingerprint", "decided_at_ms", b"decided_at_ms", "duplicate", b"duplicate", "duplicate_of", b"duplicate_of", "host", b"host", "kind", b"kind", "simhash", b"simhash", "similarity", b"similarity", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -460,12 +493,20 @@ class DiscoveredUrl(_message.Message):
     DISCOVERED_FROM_FIELD_NUMBER: _builtins.int
     DISCOVERED_AT_MS_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
+    PATH_KEY_FIELD_NUMBER: _builtins.int
+    PATH_PENALTY_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     depth: _builtins.int
     discovered_from: _builtins.str
     discovered_at_ms: _builtins.int
     source: Global___DiscoverySource.ValueType
+    path_key: _builtins.str
+    """Trap signal: the URL's path (host + "/" + first path segment) and the priority penalty the
+    linkbase derives from the share of duplicates among the pages judged under that path
+    (0 = none; the scheduler multiplies the priority of the path's URLs by 1 - path_penalty).
+    """
+    path_penalty: _builtins.float
     def __init__(
         self,
         *,
@@ -475,10 +516,12 @@ class DiscoveredUrl(_message.Message):
         discovered_from: _builtins.str = ...,
         discovered_at_ms: _builtins.int = ...,
         source: Global___DiscoverySource.ValueType = ...,
+        path_key: _builtins.str = ...,
+        path_penalty: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "discovered_at_ms", b"discovered_at_ms", "discovered_from", b"discovered_from", "host", b"host", "source", b"source", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "discovered_at_ms", b"discovered_at_ms", "discovered_from", b"discovered_from", "host", b"host", "path_key", b"path_key", "path_penalty", b"path_penalty", "source", b"source", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
