@@ -1,15 +1,20 @@
-"""Consumer lag per group and partition, computed from committed offsets and high watermarks.
+"""Consumer lag per group and partition: the partition's end minus the group's committed offset.
 
-Some brokers (Tansu) report a high watermark that is too low after batched produces, so
-lag can come out negative: it is clamped to zero and flagged, never shown as negative.
+Ends are checked against the data (:mod:`libs.common.kafka.ends`), because some brokers
+(Tansu) report a high watermark that is too low after batched produces. Should the end
+still come out below the committed offset (an end that could not be checked in time), the
+lag is clamped to zero and flagged ``clamped``: never shown as negative.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
+
+from libs.common.kafka.ends import TP, PartitionEnd, partition_ends
 
 
 @dataclass(frozen=True)
@@ -18,30 +23,43 @@ class PartitionLag:
     topic: str
     partition: int
     committed: int  # -1: nothing committed
-    high_watermark: int
+    high_watermark: int  # the end the lag is measured from
     lag: int
     clamped: bool
+    end_verified: bool = False  # the end was read from the data, not only taken from the broker
 
 
-def group_lag(bootstrap: str, group: str, topics: list[str], timeout: float = 5.0) -> list[PartitionLag]:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def topic_partitions(admin: AdminClient, topics: Iterable[str], timeout: float) -> list[TP]:
+    """Every partition of the named topics that exist."""
     metadata = admin.list_topics(timeout=timeout)
-    partitions = [
-        TopicPartition(t, p) for t in topics if t in metadata.topics for p in sorted(metadata.topics[t].partitions)
-    ]
+    return [(t, p) for t in sorted(set(topics)) if t in metadata.topics for p in sorted(metadata.topics[t].partitions)]
+
+
+def committed_offsets(
+    admin: AdminClient, group: str, partitions: Iterable[TP] | None, timeout: float
+) -> dict[TP, int]:
+    """The group's committed offset of each partition (-1: none); ``None``: every partition it committed."""
+    wanted = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+    if wanted == []:
+        return {}
+    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, wanted)])[group]
+    # The broker reports "nothing committed" as OFFSET_INVALID (-1001).
+    return {(tp.topic, tp.partition): max(tp.offset, -1) for tp in future.result(timeout).topic_partitions}
+
+
+def lag_of(group: str, end: PartitionEnd, committed: int) -> PartitionLag:
+    """Lag of one partition: nothing committed counts from the partition's first offset."""
+    raw = end.high - (committed if committed >= 0 else end.low)
+    return PartitionLag(group, end.topic, end.partition, committed, end.high, max(raw, 0), raw < 0, end.verified)
+
+
+def group_lag(
+    bootstrap: str, group: str, topics: list[str], timeout: float = 5.0, verify_ends: bool = True
+) -> list[PartitionLag]:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    partitions = topic_partitions(admin, topics, timeout)
     if not partitions:
         return []
-    future = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, partitions)])[group]
-    committed = {(tp.topic, tp.partition): tp.offset for tp in future.result(timeout).topic_partitions}
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-lag-probe", "enable.auto.commit": False})
-    try:
-        out = []
-        for tp in partitions:
-            _low, high = probe.get_watermark_offsets(tp, timeout=timeout, cached=False)
-            done = committed.get((tp.topic, tp.partition), -1)
-            done = max(done, -1)  # the broker reports "nothing committed" as OFFSET_INVALID (-1001)
-            raw = high - max(done, 0)
-            out.append(PartitionLag(group, tp.topic, tp.partition, done, high, max(raw, 0), raw < 0))
-        return out
-    finally:
-        probe.close()
+    committed = committed_offsets(admin, group, partitions, timeout)
+    ends = partition_ends(bootstrap, partitions, timeout=timeout, verify=verify_ends)
+    return [lag_of(group, ends[tp], committed.get(tp, -1)) for tp in partitions]
