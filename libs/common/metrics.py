@@ -1,4 +1,10 @@
-"""Prometheus metrics: the shared instruments, and the HTTP endpoint every service exposes."""
+"""Prometheus metrics: the shared instruments, and the HTTP endpoint every service exposes.
+
+Instruments that more than one service sets, or that the dashboard
+(``deploy/grafana/trawl-dashboard.json``) reads across services, are defined here once;
+instruments of one service's own work live beside that work (``services/fetcher/worker.py``,
+``services/extractor/handler.py``, ``services/importance/handler.py``).
+"""
 
 from __future__ import annotations
 
@@ -22,7 +28,28 @@ BATCH_SECONDS = Histogram(
     "trawl_batch_seconds", "Time to process one consumed batch.", ["service"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
-CONSUMER_LAG = Gauge("trawl_consumer_lag", "Messages behind the high watermark.", ["service", "topic", "partition"])
+CONSUMER_LAG = Gauge(
+    "trawl_consumer_lag", "Messages behind the high watermark, per partition this pod owns (from librdkafka stats).",
+    ["service", "topic", "partition"],
+)
+CONSUMER_LAG_CLAMPED = Counter(
+    "trawl_consumer_lag_clamped_total",
+    "Lag readings below zero (a broker reporting a high watermark that is too low), exported as 0.",
+    ["service", "topic"],
+)
+FRONTIER_URLS = Gauge("trawl_frontier_urls", "URLs in the frontier, by status (queued, in_flight, ...).", ["status"])
+HOSTS_IN_FLIGHT = Gauge("trawl_frontier_hosts_in_flight", "Hosts with a fetch request out (at most one each).")
+OLDEST_IN_FLIGHT_SECONDS = Gauge(
+    "trawl_frontier_oldest_in_flight_seconds",
+    "Age of the oldest fetch request still waiting for its outcome (a stuck host or fetcher shows here).",
+)
+DEDUP_VERDICTS = Counter("trawl_dedup_verdicts_total", "Duplicate verdicts given, by verdict.", ["verdict"])
+FRESHNESS_MODELS = Gauge(
+    "trawl_freshness_models", "Freshness models in use, by key level (path or host).", ["level"]
+)
+FRESHNESS_ERRORS = Counter(
+    "trawl_freshness_model_errors_total", "Freshness model failures, by kind (training, prediction).", ["kind"]
+)
 UP = Gauge("trawl_service_up", "1 while the service is serving.", ["service"])
 
 

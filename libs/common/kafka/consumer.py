@@ -30,7 +30,8 @@ from google.protobuf.message import Message
 from libs.common import metrics
 from libs.common.errors import RetryableError
 from libs.common.kafka.codec import ProtoCodec, UndecodableMessage, decode_key
-from libs.common.kafka.dead_letters import DeadLetterSink
+from libs.common.kafka.dead_letters import DeadLetterSink, log_fields
+from libs.common.kafka.lag_gauge import LagGauge
 from libs.common.kafka.offsets import PartitionOffsets
 from libs.common.kafka.producer import DeliveryFailed, TopicProducer
 from libs.common.kafka.settings import KafkaSettings
@@ -128,6 +129,9 @@ class TopicConsumer:
     # lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         config = self._settings.consumer_config(self._group_id, f"{self._service}-{id(self):x}", self._assignment)
+        if self._settings.lag_metrics_interval_ms > 0:
+            config["statistics.interval.ms"] = self._settings.lag_metrics_interval_ms
+            config["stats_cb"] = LagGauge(self._service, {name: t.name for name, t in self._topics.items()})
         self._consumer = Consumer(config)
         self._consumer.subscribe(list(self._topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                  on_lost=self._on_revoke)
@@ -298,7 +302,7 @@ class TopicConsumer:
                 if self._stopping.is_set() and transient:
                     raise
                 log.warning("handler failed (%s, attempt %s): %s", kind, attempt, exc,
-                            exc_info=not transient)
+                            exc_info=not transient, extra=log_fields(records[0].value) if len(records) == 1 else {})
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._max_backoff)
 
@@ -331,5 +335,5 @@ class TopicConsumer:
         self._dead.send(
             topic=self._settings.topic(record.topic.name), partition=record.partition, offset=record.offset,
             key=record.raw_key, value=record.raw_value, error=f"{type(exc).__name__}: {exc}",
-            reason="handler_failed", attempts=self._settings.max_attempts,
+            reason="handler_failed", attempts=self._settings.max_attempts, context=log_fields(record.value),
         )

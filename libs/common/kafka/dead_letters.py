@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+
+from google.protobuf.message import Message
 
 from libs.common import metrics
 from libs.common.kafka.producer import TopicProducer
@@ -11,6 +14,17 @@ from libs.common.topics import DEAD_LETTERS
 from libs.common.wire import messages as pb
 
 log = logging.getLogger(__name__)
+
+
+LOG_FIELDS = ("url", "host")
+
+
+def log_fields(message: Message | None) -> dict[str, str]:
+    """The ``url`` and ``host`` of a message that has them (most topics' messages do), for log lines."""
+    if message is None:
+        return {}
+    names = message.DESCRIPTOR.fields_by_name
+    return {name: value for name in LOG_FIELDS if name in names and (value := getattr(message, name))}
 
 
 class DeadLetterSink:
@@ -30,7 +44,9 @@ class DeadLetterSink:
         error: str,
         reason: str,
         attempts: int,
+        context: Mapping[str, str] | None = None,
     ) -> None:
+        """``context``: extra log fields (the message's url and host when it could be decoded)."""
         letter = pb.DeadLetter(
             source_topic=topic,
             source_partition=partition,
@@ -48,5 +64,6 @@ class DeadLetterSink:
         log.warning(
             "dead-lettered %s[%s]@%s: %s",
             topic, partition, offset, error[:300],
-            extra={"topic": topic, "partition": partition, "offset": offset, "reason": reason},
+            extra={"topic": topic, "partition": partition, "offset": offset, "reason": reason,
+                   "key": (key or b"").decode("utf-8", "replace"), **(context or {})},
         )

@@ -38,6 +38,11 @@ class KafkaSettings:
     max_attempts: int = setting(
         "TRAWL_KAFKA_MAX_ATTEMPTS", 3, "Attempts at processing a message before it is dead-lettered."
     )
+    lag_metrics_interval_ms: int = setting(
+        "TRAWL_KAFKA_LAG_METRICS_INTERVAL_MS",
+        10000,
+        "How often a consumer exports its lag (trawl_consumer_lag) from librdkafka's statistics (0: never).",
+    )
 
     def topic(self, name: str) -> str:
         return self.topic_prefix + name
