@@ -36,13 +36,18 @@ class GrpcServer:
         self.port = 0
 
     async def start(self) -> int:
-        server = grpc.aio.server(interceptors=self._interceptors)
+        # gRPC sets SO_REUSEPORT by default, so a second process would silently share a taken
+        # port (and answer the first one's health checks): refuse the address instead.
+        server = grpc.aio.server(interceptors=self._interceptors, options=[("grpc.so_reuseport", 0)])
         for register in self._registrars:
             register(server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
         names = [*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
         reflection.enable_server_reflection(names, server)
-        self.port = server.add_insecure_port(self._address)
+        try:
+            self.port = server.add_insecure_port(self._address)
+        except RuntimeError as exc:  # recent grpcio raises instead of returning 0
+            raise OSError(f"cannot bind gRPC server to {self._address}") from exc
         if self.port == 0:
             raise OSError(f"cannot bind gRPC server to {self._address}")
         await server.start()

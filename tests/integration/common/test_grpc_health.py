@@ -93,7 +93,11 @@ async def test_stop_before_start_does_nothing() -> None:
     await GrpcServer("127.0.0.1:0").stop()
 
 
-async def test_an_address_that_cannot_be_bound_raises(server: GrpcServer) -> None:
-    taken = GrpcServer(f"127.0.0.1:{server.port}")
-    with pytest.raises((OSError, RuntimeError)):
-        await taken.start()
+async def test_a_taken_port_is_refused_not_shared(server: GrpcServer) -> None:
+    second = GrpcServer(f"127.0.0.1:{server.port}")
+    try:
+        with pytest.raises(OSError, match=str(server.port)):
+            await second.start()
+    finally:
+        await second.stop(grace=0)
+    assert await _status(server.port) == SERVING

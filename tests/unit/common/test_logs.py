@@ -16,8 +16,7 @@ def _record(msg: str, *args: Any, level: int = logging.INFO, extra: dict[str, An
             exc: bool = False) -> logging.LogRecord:
     logger = logging.getLogger("trawl.test.logs")
     exc_info = sys.exc_info() if exc else None
-    record = logger.makeRecord(logger.name, level, __file__, 1, msg, args, exc_info, extra=extra)
-    return record
+    return logger.makeRecord(logger.name, level, __file__, 1, msg, args, exc_info, extra=extra)
 
 
 def test_a_record_is_one_json_object_with_the_standard_fields() -> None:
@@ -60,15 +59,16 @@ def test_the_exception_and_its_traceback_are_included() -> None:
 
 
 def test_configure_logging_writes_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level
+    root, noisy = logging.getLogger(), logging.getLogger("aiokafka")
+    handlers, level, noisy_level = root.handlers[:], root.level, noisy.level
     try:
         configure_logging("linkbase", "debug")
         logging.getLogger("trawl.test.configured").debug("hello %s", "world", extra={"host": "b.test"})
-        logging.getLogger("aiokafka").info("too noisy")
+        noisy.info("too noisy")
     finally:
-        root.handlers[:], level = saved
+        root.handlers[:] = handlers
         root.setLevel(level)
+        noisy.setLevel(noisy_level)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert lines == [
         {**lines[0], "level": "debug", "service": "linkbase", "msg": "hello world", "host": "b.test"}
