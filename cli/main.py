@@ -14,6 +14,7 @@ from cli.eval import app as eval_app
 from cli.output import console, emit
 from cli.stack import local_stack
 from cli.stack.layout import StackSettings, StackState, state_path
+from cli.topics import app as topics_app
 from libs.common.settings import SettingsError, load_settings
 
 app = typer.Typer(help="Trawl: a continuous, distributed web crawler.", no_args_is_help=True,
@@ -21,6 +22,7 @@ app = typer.Typer(help="Trawl: a continuous, distributed web crawler.", no_args_
 seeds_app = typer.Typer(help="Seed URLs.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
 app.add_typer(eval_app, name="eval")
+app.add_typer(topics_app, name="topics")
 
 
 def _stack() -> StackSettings:
