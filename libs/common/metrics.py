@@ -38,7 +38,7 @@ CONSUMER_LAG_CLAMPED = Counter(
     ["service", "topic"],
 )
 FRONTIER_URLS = Gauge("trawl_frontier_urls", "URLs in the frontier, by status (queued, in_flight, ...).", ["status"])
-HOSTS_IN_FLIGHT = Gauge("trawl_frontier_hosts_in_flight", "Hosts with a fetch request out (at most one each).")
+HOSTS_IN_FLIGHT = Gauge("trawl_frontier_hosts_in_flight", "Hosts with at least one fetch request out.")
 OLDEST_IN_FLIGHT_SECONDS = Gauge(
     "trawl_frontier_oldest_in_flight_seconds",
     "Age of the oldest fetch request still waiting for its outcome (a stuck host or fetcher shows here).",

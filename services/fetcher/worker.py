@@ -10,9 +10,12 @@ from __future__ import annotations
 import logging
 import time
 import zlib
+from collections import Counter as Tally
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
@@ -31,6 +34,9 @@ FETCH_SECONDS = Histogram(
     "Time of a fetch (request to end of body).",
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+IN_FLIGHT = Gauge("trawl_fetcher_in_flight", "Fetch requests in hand: waiting for their host's turn or fetching.")
+HOSTS_IN_FLIGHT = Gauge("trawl_fetcher_hosts_in_flight", "Hosts with a fetch request in hand.")
+HOST_IN_FLIGHT_MAX = Gauge("trawl_fetcher_host_in_flight_max", "Most fetch requests in hand for one host.")
 
 STATUS = {
     "ok": pb.FETCH_STATUS_OK,
@@ -58,6 +64,25 @@ class FetchWorker:
         self._core = core
         self._producer = producer
         self._clock = clock
+        self._hosts: Tally[str] = Tally()
+
+    @contextmanager
+    def _in_hand(self, host: str) -> Iterator[None]:
+        """Counts the request in the in-flight gauges while it waits for its host and is fetched."""
+        self._hosts[host] += 1
+        self._export_in_flight()
+        try:
+            yield
+        finally:
+            self._hosts[host] -= 1
+            if self._hosts[host] <= 0:
+                del self._hosts[host]
+            self._export_in_flight()
+
+    def _export_in_flight(self) -> None:
+        IN_FLIGHT.set(self._hosts.total())
+        HOSTS_IN_FLIGHT.set(len(self._hosts))
+        HOST_IN_FLIGHT_MAX.set(max(self._hosts.values(), default=0))
 
     def _wall_ms(self, clock_time: float) -> int:
         return int((time.time() + (clock_time - self._clock.now())) * 1000)
@@ -69,7 +94,8 @@ class FetchWorker:
     async def handle(self, request: pb.FetchRequest) -> None:
         if not request.url or not request.request_id:
             raise PoisonMessage("fetch request without url or request id")
-        attempt = await self._core.fetch(request.url)
+        with self._in_hand(request.host):
+            attempt = await self._core.fetch(request.url)
         self.publish(request, attempt)
 
     def publish(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:
@@ -80,6 +106,9 @@ class FetchWorker:
         elapsed_ms = int(response.elapsed * 1000) if response else 0
         error = "" if attempt.outcome == "ok" else (attempt.detail or (response.error if response else ""))
         FETCHES.labels(attempt.outcome, f"{http_status // 100}xx" if http_status else "none").inc()
+        log.log(logging.DEBUG if attempt.outcome == "ok" else logging.INFO, "fetch %s: %s", attempt.outcome,
+                error[:300] or http_status, extra={"url": request.url, "host": request.host, "http_status": http_status,
+                                                   "outcome": attempt.outcome})
         if response is not None:
             FETCH_SECONDS.observe(response.elapsed)
             FETCH_BYTES.inc(len(response.body))

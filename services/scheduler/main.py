@@ -18,6 +18,7 @@ from libs.common.settings import load_settings
 from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_REQUESTS, IMPORTANCE_UPDATES
 from services.scheduler.admin_api import SERVICE_NAME, AdminApi, registrar
 from services.scheduler.dispatcher import Dispatcher
+from services.scheduler.frontier_metrics import FrontierMetrics
 from services.scheduler.frontier_store import FrontierStore
 from services.scheduler.handlers import SchedulerHandler
 from services.scheduler.settings import SchedulerSettings
@@ -47,7 +48,8 @@ async def build(env: Mapping[str, str]) -> Service:
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS))
     api = AdminApi(store, dispatcher.wake)
     server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)])
-    return Service("scheduler", server, [db, producer, dispatcher, consumer])
+    gauges = FrontierMetrics(db, settings.lease_seconds)
+    return Service("scheduler", server, [db, producer, dispatcher, consumer, gauges])
 
 
 def main() -> None:
