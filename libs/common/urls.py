@@ -61,6 +61,7 @@ __all__ = [
     "UrlPolicy",
     "UrlSettings",
     "normalize_url",
+    "normalized_host",
     "registered_domain",
     "url_fingerprint",
     "url_host",
@@ -181,7 +182,10 @@ def _param_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
 
 def _clean(raw: str) -> str:
     """Strip what browsers strip: outer C0 controls and spaces, inner tabs and newlines."""
-    return _TAB_NEWLINE_RE.sub("", raw.strip(_C0_AND_SPACE))
+    raw = raw.strip(_C0_AND_SPACE)
+    if "\t" in raw or "\n" in raw or "\r" in raw:
+        raw = _TAB_NEWLINE_RE.sub("", raw)
+    return raw
 
 
 def _fix_backslashes(url: str) -> str:
@@ -374,9 +378,11 @@ def normalize_url(url: str, base: str | None = None, policy: UrlPolicy = DEFAULT
         raise InvalidUrl("too_long", url)
     cleaned = _fix_backslashes(cleaned)
     try:
-        if base is not None:
-            cleaned = urljoin(_fix_backslashes(_clean(base)), cleaned)
         parts = urlsplit(cleaned)
+        # An absolute URL with an authority ignores the base: no join (the commonest link).
+        if base is not None and not (parts.scheme and parts.netloc):
+            cleaned = urljoin(_fix_backslashes(_clean(base)), cleaned)
+            parts = urlsplit(cleaned)
     except ValueError:
         raise InvalidUrl("malformed", url) from None
     scheme = parts.scheme.lower()
@@ -414,8 +420,9 @@ def normalize_url(url: str, base: str | None = None, policy: UrlPolicy = DEFAULT
     return result
 
 
-def _host_of_normalized(normalized: str) -> str:
-    """The host of an already normalised URL (IPv6 without brackets)."""
+def normalized_host(normalized: str) -> str:
+    """The host of a URL that :func:`normalize_url` returned (IPv6 without brackets), without
+    normalising it again."""
     authority = normalized.split("://", 1)[1].split("/", 1)[0]
     hostport = authority.rpartition("@")[2]
     if hostport.startswith("["):
@@ -428,7 +435,7 @@ def url_host(url: str) -> str:
 
     Raises :class:`InvalidUrl` like :func:`normalize_url`.
     """
-    return _host_of_normalized(normalize_url(url))
+    return normalized_host(normalize_url(url))
 
 
 def url_fingerprint(url: str) -> int:
