@@ -11,7 +11,8 @@ with two crawler refinements:
    windows-1252, ASCII) over a body that is valid UTF-8 with non-ASCII
    content is taken to be UTF-8, the commonest server misconfiguration;
 3. UTF-8, if the body decodes as UTF-8 (again tolerating a few bad bytes);
-4. a detected charset (``charset_normalizer``) on the first 64 KB;
+4. a detected charset (``charset_normalizer``) on the first 64 KB (BeeBot's
+   re-decode); among equally likely readings, the one most used on the web;
 5. windows-1252 with replacement characters, which never fails.
 
 Labels are mapped to the supersets browsers actually use (latin-1 and ASCII
@@ -61,6 +62,8 @@ _SUPERSETS = {
     "big5": "big5hkscs",
 }
 _LEGACY_SINGLE_BYTE = frozenset({"cp1252", "cp1254", "iso8859-15"})
+# charset_normalizer's names, most used on the web first (W3Techs: UTF-8, then windows-1252 by far).
+_PREVALENT_ON_THE_WEB = ("utf_8", "cp1252", "iso8859_1", "cp1251", "gb18030", "cp932", "euc_kr", "big5")
 
 
 def _codec_name(label: str, *, in_document: bool) -> str | None:
@@ -116,13 +119,19 @@ def _detect(body: bytes) -> str | None:
     except ImportError:  # an optional dependency: fall back to windows-1252
         return None
     try:
-        best = from_bytes(body[:_DETECT_BYTES]).best()
+        matches = from_bytes(body[:_DETECT_BYTES])
+        best = matches.best()
+        if best is None:
+            return None
+        # The detector cannot tell single-byte Latin code pages apart on short texts (French in
+        # windows-1252 ties with windows-1250 and -1257): among equally good readings, prefer the
+        # one the web uses most.
+        tied = [m.encoding for m in matches if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
     except Exception:  # a detector bug must not lose the page
         logger.warning("charset detection failed", exc_info=True)
         return None
-    if best is None:
-        return None
-    return _codec_name(str(best.encoding), in_document=False)
+    chosen = next((e for e in _PREVALENT_ON_THE_WEB if e in tied), str(best.encoding))
+    return _codec_name(chosen, in_document=False)
 
 
 def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]:

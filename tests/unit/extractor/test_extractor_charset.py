@@ -116,3 +116,10 @@ def test_never_raises(body: bytes, header: str | None) -> None:
     text, encoding = decode_html(body, header)
     assert isinstance(text, str)
     assert encoding
+
+
+def test_short_western_text_under_a_wrong_declaration_is_read_as_windows_1252() -> None:
+    """The detector ties windows-1252 with -1250 and -1257 on short French: the web's commonest wins."""
+    body = "<html><body><p>Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e, na\u00efve fa\u00e7ade.</p></body></html>".encode("cp1252")
+    text, encoding = decode_html(body, "text/html; charset=utf-8")
+    assert (encoding, "crème brûlée" in text) == ("cp1252", True)
