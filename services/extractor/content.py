@@ -6,6 +6,9 @@ which serialises then parses the same result). Its date is htmldate's
 original-publication date, asked for with its time of day and offset so that
 JSON-LD and ``<time datetime>`` values keep their precision.
 
+The page is parsed once (:mod:`services.extractor.html_tree`) and the tree is
+handed to trafilatura, which would otherwise parse the string again.
+
 When trafilatura finds no main content (or fails), the visible text of
 ``<body>`` without scripts, styles, navigation and footers is used instead and
 ``error`` says so (``fallback:<why>``): a page never comes back silently empty.
@@ -13,31 +16,37 @@ When trafilatura finds no main content (or fails), the visible text of
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
 import lxml.etree
-import lxml.html
 import mmh3
 from htmldate import find_date
 from trafilatura import bare_extraction
 
+from services.extractor.html_tree import parse_html
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_HTML_CHARS", "PageContent", "content_fingerprint", "extract_content", "parse_date_ms"]
+__all__ = [
+    "MAX_HTML_CHARS",
+    "PageContent",
+    "content_fingerprint",
+    "content_from_tree",
+    "date_params",
+    "extract_content",
+    "page_language",
+    "parse_date_ms",
+]
 
 MAX_HTML_CHARS = 5_000_000
-_LANG_SCAN_CHARS = 65536
 _FALLBACK_DROPPED_TAGS = ("script", "style", "nav", "footer", "noscript", "template", "head")
 _DATE_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
-_HTML_LANG_RE = re.compile(r"""<html\b[^>]*?\blang\s*=\s*["']?\s*([A-Za-z]{2,3})\b""", re.IGNORECASE)
-_META_LANG_RE = re.compile(
-    r"""<meta\b[^>]*?http-equiv\s*=\s*["']?content-language["']?[^>]*?content\s*=\s*["']?\s*([A-Za-z]{2,3})\b""",
-    re.IGNORECASE,
-)
+_LANGUAGE_TAG_RE = re.compile(r"\s*([A-Za-z]{2,3})(?![A-Za-z])")
 _SPACES_RE = re.compile(r"[^\S\n]+")
 _BLANK_LINES_RE = re.compile(r"\s*\n\s*")
 
@@ -82,14 +91,43 @@ def parse_date_ms(value: str | None) -> int:
     return int(parsed.timestamp() * 1000)
 
 
-def _language(html: str) -> str:
-    head = html[:_LANG_SCAN_CHARS]
-    match = _HTML_LANG_RE.search(head) or _META_LANG_RE.search(head)
+def _primary_subtag(value: str | None) -> str:
+    match = _LANGUAGE_TAG_RE.match(value or "")
     return match.group(1).lower() if match else ""
 
 
-def _date_params() -> dict[str, Any]:
-    return {"original_date": True, "extensive_search": True, "outputformat": _DATE_FORMAT}
+def page_language(root: Any, header: str = "") -> str:
+    """Primary subtag of the page's declared language: ``<html lang>``, then the
+    ``Content-Language`` meta tag or header, then ``og:locale``; "" when none."""
+    if root is None:
+        return _primary_subtag(header)
+    declared = _primary_subtag(root.get("lang") or root.get("xml:lang"))
+    if declared:
+        return declared
+    locale = ""
+    for element in root.iter("meta"):
+        if (element.get("http-equiv") or "").strip().lower() == "content-language":
+            declared = _primary_subtag(element.get("content"))
+            if declared:
+                return declared
+        elif not locale and (element.get("property") or "").strip().lower() == "og:locale":
+            locale = _primary_subtag(element.get("content"))
+    return _primary_subtag(header) or locale
+
+
+def date_params(fetched_at_ms: int = 0) -> dict[str, Any]:
+    """htmldate's parameters, as trafilatura passes them, with the latest plausible date.
+
+    A page cannot be published after it was fetched: the latest date is the end
+    of the day after the fetch (UTC; the day after, for time zones ahead of
+    UTC). Day-granular, so htmldate's validation caches stay warm from page to
+    page. Without a fetch time, htmldate's default (the end of today) holds.
+    """
+    params: dict[str, Any] = {"original_date": True, "extensive_search": True, "outputformat": _DATE_FORMAT}
+    if fetched_at_ms > 0:
+        fetched = datetime.fromtimestamp(fetched_at_ms / 1000, UTC).date()
+        params["max_date"] = datetime.combine(fetched + timedelta(days=1), time.max)
+    return params
 
 
 def extract_content(
@@ -98,38 +136,54 @@ def extract_content(
     *,
     max_html_chars: int = MAX_HTML_CHARS,
     fast: bool = True,
+    fetched_at_ms: int = 0,
 ) -> PageContent:
-    """Extract main text and metadata from decoded HTML fetched from ``url``.
-
-    ``fast`` skips trafilatura's second-opinion extractors (readability,
-    jusText), roughly 10-40% faster; the date search stays extensive because
-    publish dates feed the freshness models. Never raises on any input.
-    """
+    """Extract main text and metadata from decoded HTML fetched from ``url`` (parses it first)."""
     truncated = len(html) > max_html_chars
     if truncated:
         logger.debug("html of %s cut from %d to %d characters", url, len(html), max_html_chars)
         html = html[:max_html_chars]
-    if not html.strip():
-        return PageContent("", "", "", "", 0, "empty_document", truncated)
-    language = _language(html)
+    root = parse_html(html)
+    return content_from_tree(root, url, fast=fast, truncated=truncated, fetched_at_ms=fetched_at_ms)
 
+
+def content_from_tree(
+    root: Any,
+    url: str,
+    *,
+    fast: bool = True,
+    truncated: bool = False,
+    fetched_at_ms: int = 0,
+    language_header: str = "",
+) -> PageContent:
+    """Main text and metadata of a parsed page (``root`` from :func:`parse_html`, or None).
+
+    ``fast`` skips trafilatura's second-opinion extractors (readability,
+    jusText), roughly 10-40% faster; the date search stays extensive because
+    publish dates feed the freshness models. The tree is not changed
+    (trafilatura copies it; the fallback works on a copy). Never raises.
+    """
+    if root is None:
+        return PageContent("", "", _primary_subtag(language_header), "", 0, "empty_document", truncated)
+    language = page_language(root, language_header)
+    params = date_params(fetched_at_ms)
     try:
         document = bare_extraction(
-            html,
+            root,
             url=url,
             fast=fast,
             with_metadata=True,
             include_comments=False,
-            date_extraction_params=_date_params(),
+            date_extraction_params=params,
         )
     except Exception as exc:  # trafilatura is heuristic code over hostile input: never lose the page to it
         logger.warning("trafilatura failed on %s", url, exc_info=True)
-        return _fallback(html, f"trafilatura_error:{type(exc).__name__}", language, truncated)
+        return _fallback(root, f"trafilatura_error:{type(exc).__name__}", language, truncated, params)
     if document is None:
-        return _fallback(html, "no_main_content", language, truncated)
+        return _fallback(root, "no_main_content", language, truncated, params)
     text = _field(document, "text")
     if not text:
-        return _fallback(html, "empty_main_text", language, truncated)
+        return _fallback(root, "empty_main_text", language, truncated, params)
     return PageContent(
         title=_field(document, "title"),
         text=text,
@@ -147,24 +201,14 @@ def _field(document: Any, name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _parse(html: str) -> Any:
-    parser = lxml.html.HTMLParser(encoding="utf-8", no_network=True)
-    try:
-        return lxml.html.document_fromstring(html.encode("utf-8", "replace"), parser=parser)
-    except (lxml.etree.ParserError, ValueError):
-        return None
-
-
-def _fallback(html: str, why: str, language: str, truncated: bool) -> PageContent:
+def _fallback(root: Any, why: str, language: str, truncated: bool, params: dict[str, Any]) -> PageContent:
     """Visible body text when trafilatura found nothing; ``error`` records why."""
-    root = _parse(html)
-    if root is None:
-        return PageContent("", "", language, "", 0, f"fallback:{why}:unparsable", truncated)
+    root = copy.deepcopy(root)  # the caller's tree stays as it was
     title = _first_text(root, ".//title") or _meta(root, "og:title") or _first_text(root, ".//h1")
     author = _meta(root, "author")
     try:
         # A tree (never a string: htmldate would take a URL-like string for an address to download).
-        published_at_ms = parse_date_ms(find_date(root, **_date_params()))
+        published_at_ms = parse_date_ms(find_date(root, **params))
     except Exception:  # date heuristics must not cost us the text
         logger.debug("htmldate failed", exc_info=True)
         published_at_ms = 0

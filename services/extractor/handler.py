@@ -8,13 +8,11 @@ from typing import Any
 
 from prometheus_client import Counter
 
-from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DOCUMENTS, PAGE_LINKS
 from libs.common.urls import url_key
-from services.extractor.page_extractor import Extracted, extract_page, should_extract
-from services.extractor.settings import ExtractorSettings
+from services.extractor.page_extractor import Extracted, ExtractionOptions, extract_pages, should_extract
 
 log = logging.getLogger(__name__)
 
@@ -22,28 +20,20 @@ PAGES = Counter("trawl_extracted_pages_total", "Fetch results handled, by result
 
 
 class ExtractorHandler:
-    def __init__(self, producer: TopicProducer, settings: ExtractorSettings) -> None:
+    def __init__(self, producer: TopicProducer, options: ExtractionOptions) -> None:
         self._producer = producer
-        self._settings = settings
+        self._options = options
 
     def _extract_all(self, records: list[Record[Any]]) -> list[Extracted | Exception | None]:
+        wanted = [record.value for record in records if should_extract(record.value)]
+        extracted = iter(extract_pages(wanted, self._options))
         out: list[Extracted | Exception | None] = []
         for record in records:
-            if not should_extract(record.value):
+            if should_extract(record.value):
+                out.append(next(extracted))
+            else:
                 PAGES.labels("skipped").inc()
                 out.append(None)
-                continue
-            try:
-                out.append(
-                    extract_page(
-                        record.value,
-                        robots_token=self._settings.robots_token,
-                        max_html_bytes=self._settings.max_html_bytes,
-                        max_links=self._settings.max_links,
-                    )
-                )
-            except PoisonMessage as exc:
-                out.append(exc)
         return out
 
     async def __call__(self, records: list[Record[Any]]) -> None:

@@ -11,7 +11,9 @@ from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
 from libs.common.topics import FETCH_RESULTS
+from libs.common.urls import UrlSettings
 from services.extractor.handler import ExtractorHandler
+from services.extractor.page_extractor import ExtractionOptions
 from services.extractor.settings import ExtractorSettings
 
 
@@ -19,13 +21,14 @@ async def build(env: Mapping[str, str]) -> Service:
     kafka = load_settings(KafkaSettings, env)
     runtime = load_settings(RuntimeSettings, env)
     settings = load_settings(ExtractorSettings, env)
+    options = ExtractionOptions.from_settings(settings, load_settings(UrlSettings, env).policy())
     producer = TopicProducer(kafka, "extractor")
     consumer = TopicConsumer(
         kafka,
         service="extractor",
         group_id=settings.group_id,
         topics=[FETCH_RESULTS],
-        handler=ExtractorHandler(producer, settings),
+        handler=ExtractorHandler(producer, options),
         producer=producer,
         batch_size=settings.batch_size,
     )

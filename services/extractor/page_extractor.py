@@ -1,28 +1,82 @@
-"""One fetched page in, one document and one set of page links out (pure, no Kafka)."""
+"""One fetched page in, one document and one set of page links out (pure, no Kafka).
+
+The body is inflated, decoded (declared charset, else a detected one) and
+parsed once; links are read from the tree, checked against the spider-trap
+rules, and the same tree goes to trafilatura for the text and metadata. A batch
+(:func:`extract_pages`) goes through these steps phase by phase.
+
+The page's URL and the URL its redirects ended at are normalised with the one
+normaliser (:func:`libs.common.urls.normalize_url`); links resolve against the
+final URL (or ``<base href>``), and are classed by the final URL's site.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import zlib
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from libs.common.errors import PoisonMessage
-from libs.common.urls import InvalidUrl, normalize_url, url_host
+from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, normalize_url, normalized_host
 from libs.common.wire import messages as pb
 from services.extractor.charset import decode_html
-from services.extractor.content import content_fingerprint, extract_content
-from services.extractor.links import extract_links, parse_x_robots_tag
+from services.extractor.content import PageContent, content_fingerprint, content_from_tree
+from services.extractor.html_tree import parse_html
+from services.extractor.link_header import parse_link_header
+from services.extractor.links import ExtractedLink, LinkOptions, PageLinkSet, extract_links_from_tree
+from services.extractor.robots_meta import parse_x_robots_tag
+from services.extractor.settings import ExtractorSettings
+from services.extractor.traps import TrapRules
 
 log = logging.getLogger(__name__)
 
 LINK_CLASS = {"internal": pb.LINK_CLASS_INTERNAL, "external": pb.LINK_CLASS_EXTERNAL, "bad": pb.LINK_CLASS_BAD}
 HTML_TYPES = ("text/html", "application/xhtml+xml", "")
+MAX_HTML_BYTES: int = ExtractorSettings.max_html_bytes
+PHASE_BYTES: int = ExtractorSettings.phase_bytes
 
 
 @dataclass(frozen=True)
 class Extracted:
     document: pb.Document
     links: pb.PageLinks
+
+
+@dataclass(frozen=True)
+class ExtractionOptions:
+    """Everything :func:`extract_page` needs besides the page, built once per service."""
+
+    links: LinkOptions = field(default_factory=LinkOptions)
+    traps: TrapRules = field(default_factory=TrapRules)
+    max_html_bytes: int = MAX_HTML_BYTES
+    fast_content: bool = True
+    phase_bytes: int = PHASE_BYTES
+
+    @property
+    def policy(self) -> UrlPolicy:
+        return self.links.policy
+
+    @classmethod
+    def from_settings(cls, settings: ExtractorSettings, policy: UrlPolicy = DEFAULT_POLICY) -> ExtractionOptions:
+        return cls(
+            links=LinkOptions(
+                policy=policy,
+                max_links=settings.max_links,
+                context_chars=settings.link_context_chars,
+                robots_agent=settings.robots_token,
+            ),
+            traps=settings.trap_limits(),
+            max_html_bytes=settings.max_html_bytes,
+            fast_content=settings.fast_content,
+            phase_bytes=settings.phase_bytes,
+        )
+
+
+DEFAULT_OPTIONS = ExtractionOptions()
 
 
 def decode_body(result: pb.FetchResult, max_bytes: int) -> bytes:
@@ -44,48 +98,176 @@ def should_extract(result: pb.FetchResult) -> bool:
     return media in HTML_TYPES
 
 
-def extract_page(result: pb.FetchResult, *, robots_token: str, max_html_bytes: int, max_links: int) -> Extracted:
+def _headers(result: pb.FetchResult, name: str) -> list[str]:
+    return [h.value for h in result.headers if h.name.lower() == name]
+
+
+def _apply_traps(links: list[ExtractedLink], rules: TrapRules, year: int, link_depth: int) -> None:
+    """Turn every link a trap rule catches into a bad link named after the rule."""
+    for link in links:
+        if link.link_class == "bad":
+            continue
+        rule = rules.check(link.url, year=year, link_depth=link_depth)
+        if rule:
+            link.link_class, link.bad_reason, link.trap_rule = "bad", f"trap:{rule}", rule
+
+
+def _link_message(link: ExtractedLink) -> pb.Link:
+    return pb.Link(
+        url=link.url,
+        anchor=link.anchor,
+        link_class=LINK_CLASS[link.link_class],
+        bad_reason=link.bad_reason,
+        nofollow=link.nofollow,
+        context=link.context,
+        source_tag=link.source_tag,
+        trap_rule=link.trap_rule,
+    )
+
+
+@dataclass
+class _Page:
+    """One fetch result on its way through the phases."""
+
+    result: pb.FetchResult
+    page_url: str
+    final_url: str
+    charset: str
+    root: Any  # the parsed tree (None when there was nothing to parse)
+    link_set: PageLinkSet | None = None
+    content: PageContent | None = None
+
+
+def _prepare(result: pb.FetchResult, options: ExtractionOptions) -> _Page:
+    """Normalise the URLs, inflate, decode and parse. PoisonMessage when the result is unusable."""
+    policy = options.policy
     try:
-        page_url = normalize_url(result.url)
-        base = normalize_url(result.final_url or result.url)
+        page_url = normalize_url(result.url, policy=policy)
     except InvalidUrl as exc:
         raise PoisonMessage(f"fetch result for invalid URL {result.url[:200]!r}: {exc.reason}") from exc
-    body = decode_body(result, max_html_bytes)
-    content_type = next((h.value for h in result.headers if h.name.lower() == "content-type"), result.content_type)
-    html, _encoding = decode_html(body, content_type or None)
-    header_noindex, header_nofollow = parse_x_robots_tag(result.x_robots_tag, agent=robots_token)
-    link_set = extract_links(html, base, max_links=max_links)
-    content = extract_content(html, base)
-    fingerprint = content_fingerprint(content.text) if content.text else ""
+    final_url = page_url
+    if result.final_url and result.final_url != result.url:
+        try:
+            final_url = normalize_url(result.final_url, page_url, policy)
+        except InvalidUrl as exc:
+            log.warning("redirect target %r of %s is not crawlable (%s)", result.final_url[:200], page_url, exc.reason)
+    body = decode_body(result, options.max_html_bytes)
+    content_type = next(iter(_headers(result, "content-type")), result.content_type)
+    html, charset = decode_html(body, content_type or None)
+    return _Page(result, page_url, final_url, charset, parse_html(html))
+
+
+def _read_links(page: _Page, options: ExtractionOptions) -> None:
+    result = page.result
+    header_links = parse_link_header(_headers(result, "link"))
+    page.link_set = extract_links_from_tree(page.root, page.final_url, options.links, header_links)
+    fetched = datetime.fromtimestamp(result.fetched_at_ms / 1000, UTC) if result.fetched_at_ms > 0 else None
+    _apply_traps(page.link_set.links, options.traps, (fetched or datetime.now(UTC)).year, result.depth + 1)
+
+
+def _read_content(page: _Page, options: ExtractionOptions) -> None:
+    result = page.result
+    page.content = content_from_tree(
+        page.root,
+        page.final_url,
+        fast=options.fast_content,
+        truncated=result.truncated,
+        fetched_at_ms=result.fetched_at_ms,
+        language_header=next(iter(_headers(result, "content-language")), ""),
+    )
+    page.root = None  # the tree is not needed any more: free it before the next phase
+
+
+def _assemble(page: _Page, options: ExtractionOptions) -> Extracted:
+    result, link_set, content = page.result, page.link_set, page.content
+    assert link_set is not None and content is not None  # set by the phases before
+    header_robots = parse_x_robots_tag(result.x_robots_tag, agent=options.links.robots_agent)
+    host = normalized_host(page.page_url)
     document = pb.Document(
-        url=page_url,
-        host=url_host(page_url),
+        url=page.page_url,
+        host=host,
         title=content.title,
         text=content.text,
         language=content.language,
         published_at_ms=content.published_at_ms,
-        content_fingerprint=fingerprint,
+        content_fingerprint=content_fingerprint(content.text) if content.text else "",
         fetched_at_ms=result.fetched_at_ms,
-        noindex=link_set.meta_noindex or header_noindex,
+        noindex=link_set.meta_noindex or header_robots.noindex,
         canonical_url=link_set.canonical_url or "",
         author=content.author,
         extraction_error=content.error,
+        charset=page.charset,
     )
-    links = pb.PageLinks(
-        url=page_url,
-        host=url_host(page_url),
+    page_links = pb.PageLinks(
+        url=page.page_url,
+        host=host,
         fetched_at_ms=result.fetched_at_ms,
         depth=result.depth,
-        nofollow=link_set.meta_nofollow or header_nofollow,
-        links=[
-            pb.Link(
-                url=link.url,
-                anchor=link.anchor,
-                link_class=LINK_CLASS[link.link_class],
-                bad_reason=link.bad_reason,
-                nofollow=link.nofollow,
-            )
-            for link in link_set.links
-        ],
+        nofollow=link_set.meta_nofollow or header_robots.nofollow,
+        links=[_link_message(link) for link in link_set.links],
+        canonical_url=link_set.canonical_url or "",
+        final_url=page.final_url if page.final_url != page.page_url else "",
+        links_truncated=link_set.truncated,
     )
-    return Extracted(document, links)
+    return Extracted(document, page_links)
+
+
+def extract_pages(
+    results: Sequence[pb.FetchResult], options: ExtractionOptions = DEFAULT_OPTIONS
+) -> list[Extracted | PoisonMessage]:
+    """Extract a batch of fetched pages: one :class:`Extracted`, or the PoisonMessage, per result.
+
+    The batch goes through the work in phases (parse every page, then read every
+    page's links, then run trafilatura on every page, then build the messages)
+    rather than page by page: each phase's code and data stay in the CPU caches,
+    which measured about 10% faster on one core (``docs/benchmarks.md``). A phase
+    holds at most ``options.phase_bytes`` of HTML at a time, so big pages cannot
+    pile up trees in memory.
+    """
+    out: list[Extracted | PoisonMessage | None] = [None] * len(results)
+    start = 0
+    while start < len(results):
+        group: list[tuple[int, _Page]] = []
+        size = 0
+        while start < len(results) and (not group or size < options.phase_bytes):
+            result = results[start]
+            try:
+                group.append((start, _prepare(result, options)))
+                size += result.body_size or len(result.body)
+            except PoisonMessage as exc:
+                out[start] = exc
+            start += 1
+        for _, page in group:
+            _read_links(page, options)
+        for _, page in group:
+            _read_content(page, options)
+        for index, page in group:
+            out[index] = _assemble(page, options)
+    return [item for item in out if item is not None]
+
+
+def extract_page(
+    result: pb.FetchResult,
+    options: ExtractionOptions = DEFAULT_OPTIONS,
+    *,
+    robots_token: str | None = None,
+    max_html_bytes: int | None = None,
+    max_links: int | None = None,
+) -> Extracted:
+    """Extract one fetched page; the keyword arguments override the matching ``options``.
+
+    Raises PoisonMessage when the result cannot be extracted at all.
+    """
+    if robots_token is not None or max_links is not None:
+        link_options = dataclasses.replace(
+            options.links,
+            robots_agent=options.links.robots_agent if robots_token is None else robots_token,
+            max_links=options.links.max_links if max_links is None else max_links,
+        )
+        options = dataclasses.replace(options, links=link_options)
+    if max_html_bytes is not None:
+        options = dataclasses.replace(options, max_html_bytes=max_html_bytes)
+    page = _prepare(result, options)
+    _read_links(page, options)
+    _read_content(page, options)
+    return _assemble(page, options)

@@ -6,13 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.extractor.links import (
-    ExtractedLink,
-    PageLinkSet,
-    extract_links,
-    parse_robots_directives,
-    parse_x_robots_tag,
-)
+from services.extractor.html_tree import parse_html
+from services.extractor.links import ExtractedLink, LinkOptions, PageLinkSet, extract_links, extract_links_from_tree
 
 PAGE = "http://www.example.com/dir/page.html"
 
@@ -208,26 +203,119 @@ def test_arbitrary_text_never_raises(html: str) -> None:
     extract_links(html, PAGE)
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("noindex", (True, False)),
-        ("NOINDEX, NOFOLLOW", (True, True)),
-        ("none", (True, True)),
-        ("all", (False, False)),
-        ("noarchive, nosnippet", (False, False)),
-        ("unavailable_after: 25 Jun 2010 15:00:00 PST, nofollow", (False, True)),
-        ("max-snippet: 20, noindex", (True, False)),
-        ("googlebot: noindex, nofollow", (False, False)),
-        ("googlebot: noindex, trawl: nofollow", (False, True)),
-        ("Trawl: none", (True, True)),
-        ("", (False, False)),
-    ],
-)
-def test_x_robots_tag(value: str, expected: tuple[bool, bool]) -> None:
-    assert parse_x_robots_tag(value) == expected
+def test_link_rel_next_prev_alternate_canonical_are_links() -> None:
+    html = """<html><head>
+      <link rel="canonical" href="/dir/page.html">
+      <link rel="next" href="page2.html"><link rel="Previous" href="page0.html">
+      <link rel="alternate" hreflang="de" href="/de/seite.html" title="Deutsch">
+      <link rel="alternate" type="application/rss+xml" href="/feed.xml">
+      <link rel="alternate stylesheet" href="/dark.css"><link rel="stylesheet" href="/main.css">
+      <link rel="icon" href="/favicon.ico"><link rel="preload" href="/font.woff2">
+    </head><body><a href="page2.html">Next page</a></body></html>"""
+    links = _links(html)
+    assert {url: link.source_tag for url, link in links.items()} == {
+        "http://www.example.com/dir/page.html": "link:canonical",
+        "http://www.example.com/dir/page2.html": "a",  # an anchor outranks <link rel=next>
+        "http://www.example.com/dir/page0.html": "link:prev",
+        "http://www.example.com/de/seite.html": "link:alternate",
+        "http://www.example.com/feed.xml": "link:alternate",
+    }
+    assert links["http://www.example.com/dir/page2.html"].anchor == "Next page"
+    assert links["http://www.example.com/de/seite.html"].anchor == "Deutsch"
 
 
-def test_robots_directive_parser() -> None:
-    assert parse_robots_directives(" noindex ,follow") == (True, False)
-    assert parse_robots_directives("NONE").nofollow is True
+def test_frames_and_iframes_are_followed() -> None:
+    html = """<html><frameset cols="20%,80%"><frame src="menu.html" title="Menu"><frame src="/content.html">
+      <noframes><a href="/noframes.html">No frames</a></noframes></frameset></html>"""
+    links = _links(html)
+    assert links["http://www.example.com/dir/menu.html"].source_tag == "frame"
+    assert links["http://www.example.com/dir/menu.html"].anchor == "Menu"
+    assert links["http://www.example.com/content.html"].link_class == "internal"
+    assert links["http://www.example.com/content.html"].nofollow is False
+    html = """<body><iframe src="https://www.youtube.com/embed/x1"></iframe><iframe srcdoc="<p>hi</p>"></iframe>
+      <iframe src="/widget?utm_source=x" title="Weather widget"></iframe></body>"""
+    links = _links(html)
+    assert set(links) == {"https://www.youtube.com/embed/x1", "http://www.example.com/widget"}
+    assert links["https://www.youtube.com/embed/x1"].source_tag == "iframe"
+    assert links["https://www.youtube.com/embed/x1"].link_class == "external"
+
+
+def test_meta_refresh_is_a_link() -> None:
+    for content in ("0; url=/moved.html", "5;URL='/moved.html'", "url=/moved.html", '0; URL="/moved.html"'):
+        html = f'<head><meta http-equiv="Refresh" content="{content}"></head>'
+        result = extract_links(html.replace('"/moved.html"', "/moved.html"), PAGE)
+        assert [(link.url, link.source_tag) for link in result.links] == [
+            ("http://www.example.com/moved.html", "meta:refresh")
+        ], content
+    assert extract_links('<meta http-equiv="refresh" content="30">', PAGE).links == []
+
+
+def test_base_href_counts_even_after_the_links() -> None:
+    html = '<body><a href="x">X</a></body><base href="http://cdn.example.net/b/">'
+    result = extract_links(html, PAGE)
+    assert result.base_url == "http://cdn.example.net/b/"
+    assert result.links[0].url == "http://cdn.example.net/b/x"
+    assert result.links[0].link_class == "external"
+
+
+def test_context_is_the_text_around_the_link_in_its_block() -> None:
+    html = """<body><div class="story">
+      <p>Flood defences held overnight, said the council, after
+         <a href="http://agency.example.org/report">the agency's report</a> warned of rising water
+         in the lower streets.</p>
+      <ul><li><a href="/news">News</a></li><li><a href="/sport">Sport</a> <span>(12 new)</span></li></ul>
+      <p>Line one<br><a href="/after-break">after a break</a> and more</p>
+    </div></body>"""
+    links = _links(html)
+    report = links["http://agency.example.org/report"]
+    assert report.anchor == "the agency's report"
+    assert report.context == (
+        "Flood defences held overnight, said the council, after the agency's report warned of rising water"
+        " in the lower streets."
+    )
+    assert links["http://www.example.com/news"].context == "News"
+    assert links["http://www.example.com/sport"].context == "Sport (12 new)"
+    assert links["http://www.example.com/after-break"].context == "after a break and more"
+
+
+def test_context_window_is_bounded_and_can_be_turned_off() -> None:
+    words = " ".join(f"word{i}" for i in range(200))
+    html = f'<p>{words} <a href="/x">middle</a> {words}</p>'
+    link = extract_links(html, PAGE, context_chars=30).links[0]
+    before, _, after = link.context.partition(" middle ")
+    assert 0 < len(before) <= 30 and 0 < len(after) <= 30
+    assert before.startswith("word") and after.startswith("word0")
+    assert extract_links(html, PAGE, context_chars=0).links[0].context == ""
+
+
+def test_meta_robots_for_the_crawler_by_name() -> None:
+    root = parse_html('<head><meta name="trawl" content="nofollow"></head><a href="/a">a</a>')
+    assert extract_links_from_tree(root, PAGE, LinkOptions(robots_agent="trawl")).meta_nofollow is True
+    assert extract_links_from_tree(root, PAGE, LinkOptions(robots_agent="otherbot")).meta_nofollow is False
+
+
+def test_http_link_header_links_and_canonical() -> None:
+    root = parse_html('<base href="http://elsewhere.example/"><a href="/a">a</a>')
+    header = [("/canonical", "canonical"), ("/p/2", "next"), ("/style.css", "preload")]
+    result = extract_links_from_tree(root, PAGE, LinkOptions(), header)
+    assert result.canonical_url == "http://www.example.com/canonical"  # headers ignore <base>
+    assert [(link.url, link.source_tag) for link in result.links] == [
+        ("http://elsewhere.example/a", "a"),
+        ("http://www.example.com/canonical", "header:canonical"),
+        ("http://www.example.com/p/2", "header:next"),
+    ]
+    html_canonical = parse_html('<link rel="canonical" href="/html-wins">')
+    assert extract_links_from_tree(html_canonical, PAGE, LinkOptions(), header).canonical_url == (
+        "http://www.example.com/html-wins"
+    )
+
+
+def test_resolution_is_the_same_with_the_cross_page_cache() -> None:
+    """Root-relative and absolute references are cached per origin; others never are."""
+    for page in ("http://www.example.com/a/b.html", "http://www.example.com/c/d/e.html"):
+        html = '<a href="/x">1</a><a href="y">2</a><a href="/\\z">3</a>'
+        links = [link.url for link in extract_links(html, page).links]
+        directory = page.rsplit("/", 1)[0]
+        assert links == ["http://www.example.com/x", f"{directory}/y", "http://z/"]
+    links = [link.url for link in extract_links('<a href="/x">x</a>', "https://other.example:8443/p").links]
+    assert links == ["https://other.example:8443/x"]
