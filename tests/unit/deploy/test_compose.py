@@ -8,7 +8,6 @@ so a renamed or misspelt setting fails here instead of being silently ignored in
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import json
 import os
@@ -21,31 +20,18 @@ from typing import Any
 import pytest
 import yaml
 
-from cli.stack.init_job import InitJobSettings
 from cli.stack.layout import SERVICES
 from cli.stack.local_stack import migrations_dir
-from libs.common.db.settings import DatabaseSettings
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings
-from libs.common.settings import describe_settings, load_settings
+from libs.common.settings import load_settings
 from libs.simweb.__main__ import parse_args as simweb_args
+from tests.unit.deploy.manifests import IMAGE, ROOT, known_settings
 
-ROOT = Path(__file__).resolve().parents[3]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DEMO_ENV_FILE = ROOT / "deploy" / "compose" / "demo.env"
 COMPONENT = ROOT / "deploy" / "k8s" / "components" / "kafka-postgres"
-IMAGE = "ghcr.io/trawl-crawler/trawl:0.1.0"
 DOCKER_COMPOSE = Path(sys.executable).parent / "docker-compose"
-
-
-def known_settings() -> set[str]:
-    """Env names of every setting: the shared classes, the init job's, and each service's."""
-    classes: list[type[Any]] = [KafkaSettings, DatabaseSettings, RuntimeSettings, InitJobSettings]
-    for service in SERVICES:
-        module = importlib.import_module(f"services.{service}.settings")
-        classes += [c for c in vars(module).values()
-                    if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == module.__name__]
-    return {env for cls in classes for env, _, _ in describe_settings(cls)}
 
 
 def compose(*args: str, env_file: Path | None = None) -> subprocess.CompletedProcess[str]:

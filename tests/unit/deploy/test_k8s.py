@@ -1,64 +1,45 @@
-"""deploy/k8s: renders with kustomize, validates against the Kubernetes 1.31 schemas, follows the rules.
+"""deploy/k8s: every target renders with kustomize, validates against the Kubernetes 1.31 schemas, follows the rules.
 
-The rules: every service of the local stack has a Deployment of its name, with native gRPC
-probes on the standard health service, a non-root read-only pod, requests and limits, a grace
-period longer than the drain, and only env names that some settings class defines.
+Targets: the base, the dev overlay (self-contained, small) and the production overlay (Strimzi
+topics, external database). The rules: every service of the local stack has a Deployment of its
+name, with native gRPC probes on the standard health service, a non-root read-only pod, requests
+and limits, a grace period longer than the drain, and only env names that some settings class
+defines; fetchers and extractors are autoscaled, and no service runs more pods than its input
+topics have partitions.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
-import shutil
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import kubernetes_validate
 import pytest
-import yaml
 
-from cli.stack.init_job import InitJobSettings
 from cli.stack.layout import SERVICES
-from cli.stack.local_stack import migrations_dir
-from libs.common.db.settings import DatabaseSettings
-from libs.common.kafka.settings import KafkaSettings
+from cli.stack.local_stack import GROUPS, migrations_dir
 from libs.common.service import RuntimeSettings
-from libs.common.settings import describe_settings, load_settings
+from libs.common.settings import load_settings
+from libs.common.topics import BY_NAME
+from tests.unit.deploy.manifests import (
+    IMAGE,
+    NAMESPACE,
+    TARGETS,
+    Doc,
+    config_data,
+    container_env_names,
+    fewest_pods,
+    known_settings,
+    most_pods,
+    of_kind,
+    render,
+    workloads,
+)
 
-ROOT = Path(__file__).resolve().parents[3]
-K8S = ROOT / "deploy" / "k8s"
-TARGETS = {"base": K8S, "local": K8S / "overlays" / "local"}
-IMAGE = "ghcr.io/trawl-crawler/trawl:0.1.0"
 KUBERNETES_VERSION = "1.31.0"
-NAMESPACE = "trawl"
 REPLICATED = ("fetcher", "extractor", "dedup")
-Doc = dict[str, Any]
-
-
-def known_settings() -> set[str]:
-    """Env names of every setting: the shared classes, the init job's, and each service's."""
-    classes: list[type[Any]] = [KafkaSettings, DatabaseSettings, RuntimeSettings, InitJobSettings]
-    for service in SERVICES:
-        module = importlib.import_module(f"services.{service}.settings")
-        classes += [c for c in vars(module).values()
-                    if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == module.__name__]
-    return {env for cls in classes for env, _, _ in describe_settings(cls)}
-
-
-def kubectl() -> str:
-    found = shutil.which("kubectl") or ("/usr/bin/kubectl" if Path("/usr/bin/kubectl").exists() else None)
-    if found is None:
-        pytest.fail("kubectl is not installed: run scripts/bootstrap.sh (it installs Debian's kubectl)")
-    return found
-
-
-def render(target: Path) -> list[Doc]:
-    done = subprocess.run([kubectl(), "kustomize", str(target)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"kubectl kustomize {target.relative_to(ROOT)} failed:\n{done.stderr}"
-    return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+AUTOSCALED = ("fetcher", "extractor")
+CUSTOM_KINDS = ("KafkaTopic",)  # validated against their own schemas (test_strimzi.py)
 
 
 @pytest.fixture(scope="module", params=sorted(TARGETS))
@@ -67,32 +48,14 @@ def docs(request: pytest.FixtureRequest) -> list[Doc]:
 
 
 @pytest.fixture(scope="module")
-def local_docs() -> list[Doc]:
-    return render(TARGETS["local"])
-
-
-def of_kind(docs: list[Doc], kind: str) -> dict[str, Doc]:
-    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
-
-
-def workloads(docs: list[Doc]) -> Iterator[Doc]:
-    yield from (d for d in docs if d["kind"] in ("Deployment", "StatefulSet", "Job"))
-
-
-def config_data(docs: list[Doc], name: str) -> dict[str, str]:
-    data: dict[str, str] = of_kind(docs, "ConfigMap")[name].get("data", {})
-    return data
-
-
-def container_env_names(docs: list[Doc], container: Doc) -> set[str]:
-    names = {e["name"] for e in container.get("env", [])}
-    for source in container.get("envFrom", []):
-        names |= set(config_data(docs, source["configMapRef"]["name"]))
-    return names
+def dev_docs() -> list[Doc]:
+    return render(TARGETS["dev"])
 
 
 def test_every_document_validates_strictly(docs: list[Doc]) -> None:
     for doc in docs:
+        if doc["kind"] in CUSTOM_KINDS:
+            continue
         try:
             kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
         except kubernetes_validate.ValidationError as exc:
@@ -194,23 +157,63 @@ def test_replicated_services_have_disruption_budgets(docs: list[Doc]) -> None:
     for name in REPLICATED:
         labels = deployments[name]["spec"]["template"]["metadata"]["labels"]
         assert budgets[name]["spec"]["selector"]["matchLabels"].items() <= labels.items()
-        assert deployments[name]["spec"]["replicas"] >= 2
+        assert budgets[name]["spec"]["maxUnavailable"] == 1
+
+
+def test_replicated_services_run_two_pods_or_more_outside_dev() -> None:
+    for target in ("base", "production"):
+        docs = render(TARGETS[target])
+        for name in REPLICATED:
+            assert fewest_pods(docs, name) >= 2, f"{target}: {name}"
+
+
+def test_fetchers_and_extractors_scale_with_an_autoscaler_that_owns_their_replicas(docs: list[Doc]) -> None:
+    autoscalers = of_kind(docs, "HorizontalPodAutoscaler")
+    assert {h["spec"]["scaleTargetRef"]["name"] for h in autoscalers.values()} == set(AUTOSCALED)
+    deployments = of_kind(docs, "Deployment")
+    for hpa in autoscalers.values():
+        target = hpa["spec"]["scaleTargetRef"]
+        assert (target["apiVersion"], target["kind"]) == ("apps/v1", "Deployment")
+        assert "replicas" not in deployments[target["name"]]["spec"], "an apply would reset the autoscaler's choice"
+        assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
+        assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] >= 300  # each change rebalances
+        (container,) = deployments[target["name"]]["spec"]["template"]["spec"]["containers"]
+        for metric in hpa["spec"]["metrics"]:
+            assert metric["resource"]["name"] in container["resources"]["requests"], "utilization needs a request"
+
+
+def test_no_service_runs_more_pods_than_its_input_topics_have_partitions(docs: list[Doc]) -> None:
+    """A consumer group gives each partition to one member: pods beyond the partition count idle."""
+    for name in SERVICES:
+        _group, topics = GROUPS[name]
+        partitions = min(BY_NAME[t].partitions for t in topics)
+        assert most_pods(docs, name) <= partitions, f"{name}: more pods than the {partitions} partitions of {topics}"
+
+
+def test_only_the_scheduler_gets_the_admin_token_and_it_is_optional(docs: list[Doc]) -> None:
+    for name, deployment in of_kind(docs, "Deployment").items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        secrets = [s["secretRef"] for s in container.get("envFrom", []) if "secretRef" in s]
+        if name == "scheduler":
+            assert secrets == [{"name": "trawl-admin", "optional": True}]
+        else:
+            assert secrets == [], name
 
 
 def test_base_brings_no_kafka_or_postgres() -> None:
     assert not of_kind(render(TARGETS["base"]), "StatefulSet")
 
 
-def test_local_overlay_is_self_contained(local_docs: list[Doc]) -> None:
-    statefulsets, services = of_kind(local_docs, "StatefulSet"), of_kind(local_docs, "Service")
+def test_dev_overlay_is_self_contained(dev_docs: list[Doc]) -> None:
+    statefulsets, services = of_kind(dev_docs, "StatefulSet"), of_kind(dev_docs, "Service")
     assert set(statefulsets) == {"kafka", "postgres"}
-    bootstrap = config_data(local_docs, "trawl-config")["TRAWL_KAFKA_BOOTSTRAP"]
+    bootstrap = config_data(dev_docs, "trawl-config")["TRAWL_KAFKA_BOOTSTRAP"]
     host, port = bootstrap.split(":")
     assert port == "9092" and host in services
     assert 9092 in {p["port"] for p in services[host]["spec"]["ports"]}
-    dsn = urlsplit(of_kind(local_docs, "Secret")["trawl-database"]["stringData"]["TRAWL_DATABASE_URL"])
+    dsn = urlsplit(of_kind(dev_docs, "Secret")["trawl-database"]["stringData"]["TRAWL_DATABASE_URL"])
     assert dsn.hostname in services and dsn.port == 5432 and dsn.path == "/trawl"
-    password = of_kind(local_docs, "Secret")["trawl-postgres"]["stringData"]["POSTGRES_PASSWORD"]
+    password = of_kind(dev_docs, "Secret")["trawl-postgres"]["stringData"]["POSTGRES_PASSWORD"]
     assert dsn.password == password, "the database URL must carry the component's PostgreSQL password"
     (kafka,) = statefulsets["kafka"]["spec"]["template"]["spec"]["containers"]
     kafka_env = {e["name"]: e.get("value") for e in kafka["env"]}
