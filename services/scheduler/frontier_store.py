@@ -3,6 +3,12 @@
 Every write is idempotent, so a redelivered message changes nothing: discoveries insert
 or ignore, priorities overwrite, and an outcome only applies to the request it answers
 (matched by request id while the URL is in flight).
+
+Two hooks leave the crawl as it was unless they are switched on: the statistics of a crawl
+goal's sites (``services/scheduler/bandits/arm_store.py``, recorded in the same
+transactions as outcomes and discoveries, only for registered sites), and large hosts
+with several request slots (``set_host_slots``): up to ``slots`` requests of such a host in
+flight, their starts spaced by the host's politeness gap as the fetcher last reported it.
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ from datetime import UTC, datetime
 
 from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
+from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
+from services.scheduler.bandits import arm_store
+from services.scheduler.bandits.allocator import ArmState
 
 
 @dataclass(frozen=True)
@@ -22,6 +31,7 @@ class NewUrl:
     host: str
     depth: int
     source: str = "link"
+    discovered_from: str = ""  # the page it was found on, when known: credited to a crawl goal
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,9 @@ class Dispatched:
     request_id: str
 
 
+_FINAL = ("fetched", "failed", "blocked", "skipped")  # outcomes that end a page's fetch (not a retry)
+
+
 def _dedupe(rows: Sequence[NewUrl]) -> list[NewUrl]:
     best: dict[int, NewUrl] = {}
     for row in rows:
@@ -63,6 +76,22 @@ def _dedupe(rows: Sequence[NewUrl]) -> list[NewUrl]:
         if seen is None or row.depth < seen.depth:
             best[row.url_fp] = row
     return list(best.values())
+
+
+def _found_on(rows: Sequence[NewUrl], admitted: set[int]) -> dict[int, tuple[str, int]]:
+    """Page fingerprint -> (its host, how many of the admitted URLs were found on it)."""
+    found: dict[int, tuple[str, int]] = {}
+    for row in rows:
+        if row.url_fp not in admitted or not row.discovered_from:
+            continue
+        try:
+            page = normalize_url(row.discovered_from)
+        except InvalidUrl:
+            continue
+        fp = url_fingerprint(page)
+        host, count = found.get(fp, (url_host(page), 0))
+        found[fp] = (host, count + 1)
+    return found
 
 
 class FrontierStore:
@@ -90,7 +119,8 @@ class FrontierStore:
                 " ORDER BY fp"
                 " ON CONFLICT (url_fp) DO UPDATE SET status = 'queued', depth = excluded.depth,"
                 "   source = excluded.source, discovered_at = now()"
-                " WHERE f.status = 'known'",
+                " WHERE f.status = 'known'"
+                " RETURNING f.url_fp",
                 (
                     [r.url_fp for r in rows],
                     [r.url for r in rows],
@@ -99,7 +129,9 @@ class FrontierStore:
                     [r.source for r in rows],
                 ),
             )
-            return cur.rowcount
+            admitted = {int(r[0]) for r in await cur.fetchall()}
+            await arm_store.credit_discoveries(conn, _found_on(rows, admitted))
+            return len(admitted)
 
     async def set_priorities(self, rows: Sequence[Priority]) -> None:
         latest = {r.url_fp: r for r in rows}
@@ -118,6 +150,7 @@ class FrontierStore:
     async def apply_outcomes(self, rows: Sequence[Outcome], max_attempts: int, retry_base: float) -> int:
         """Applies outcomes of in-flight requests; stale or repeated outcomes are ignored."""
         applied = 0
+        ended: list[tuple[int, str, bool]] = []
         async with self._db.transaction() as conn:
             for o in sorted(rows, key=lambda r: r.url_fp):
                 cur = await conn.execute(
@@ -142,29 +175,50 @@ class FrontierStore:
                 if cur.rowcount == 0:
                     continue
                 applied += 1
+                if o.status in _FINAL:
+                    ended.append((o.url_fp, o.host, o.status == "fetched"))
+                # A host with several slots keeps its own spacing (see dispatch); only an error's
+                # backoff holds all its slots. The gap the fetcher keeps is remembered for that.
                 await conn.execute(
                     "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1, 0),"
-                    " next_allowed_at = greatest(next_allowed_at, coalesce(%s, now())),"
-                    " fetched = fetched + %s, errors = errors + %s WHERE host = %s",
-                    (
-                        o.host_next_allowed_at,
-                        1 if o.status == "fetched" else 0,
-                        1 if o.status in ("retry", "failed") else 0,
-                        o.host,
-                    ),
+                    " next_allowed_at = CASE WHEN slots = 1 OR %(error)s"
+                    "   THEN greatest(next_allowed_at, coalesce(%(next)s, now())) ELSE next_allowed_at END,"
+                    " gap_seconds = CASE WHEN %(next)s::timestamptz IS NULL THEN gap_seconds"
+                    "   ELSE greatest(extract(epoch FROM %(next)s::timestamptz - %(at)s::timestamptz), 0) END,"
+                    " fetched = fetched + %(ok)s, errors = errors + %(error)s::int WHERE host = %(host)s",
+                    {
+                        "next": o.host_next_allowed_at,
+                        "at": o.fetched_at,
+                        "ok": 1 if o.status == "fetched" else 0,
+                        "error": o.status in ("retry", "failed"),
+                        "host": o.host,
+                    },
                 )
+            await arm_store.record_pulls(conn, ended)
         return applied
 
-    async def dispatch(self, room: int, partitions: Sequence[int]) -> list[Dispatched]:
-        """Takes the best queued URL of each free host, highest priority first, up to ``room``."""
+    async def dispatch(self, room: int, partitions: Sequence[int], held: Sequence[str] = ()) -> list[Dispatched]:
+        """Takes the best queued URL of each free host, highest priority first, up to ``room``.
+
+        A host is free when it has nothing in flight, or fewer requests than its slots and its
+        gap since the last start has passed; hosts in ``held`` (a crawl goal's sites the policy
+        holds back this round) are skipped.
+        """
         if room <= 0 or not partitions:
             return []
         async with self._db.transaction() as conn:
             cur = await conn.execute(
-                "WITH free AS ("
+                "WITH idle AS ("
                 "  SELECT host FROM scheduler.hosts"
                 "  WHERE in_flight = 0 AND next_allowed_at <= now() AND partition = ANY(%(parts)s)"
+                "    AND host <> ALL(%(held)s::text[])"
                 "  FOR UPDATE SKIP LOCKED"
+                "), shared AS ("
+                "  SELECT host FROM scheduler.hosts"
+                "  WHERE slots > 1 AND in_flight BETWEEN 1 AND slots - 1 AND gap_seconds IS NOT NULL"
+                "    AND next_allowed_at <= now() AND partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
+                "  FOR UPDATE SKIP LOCKED"
+                "), free AS (SELECT host FROM idle UNION ALL SELECT host FROM shared"
                 "), best AS ("
                 "  SELECT b.url_fp, b.priority FROM free, LATERAL ("
                 "    SELECT url_fp, priority FROM scheduler.frontier f"
@@ -176,16 +230,53 @@ class FrontierStore:
                 "   dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
                 " FROM best WHERE f.url_fp = best.url_fp"
                 " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id",
-                {"parts": list(partitions), "room": room},
+                {"parts": list(partitions), "room": room, "held": list(held)},
             )
             # RETURNING follows the join plan, not best's ORDER BY: restore best first.
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))
             if rows:
                 await conn.execute(
-                    "UPDATE scheduler.hosts SET in_flight = in_flight + 1 WHERE host = ANY(%s)",
+                    "UPDATE scheduler.hosts SET in_flight = in_flight + 1,"
+                    " next_allowed_at = CASE WHEN slots > 1 THEN greatest(next_allowed_at,"
+                    "   now() + make_interval(secs => coalesce(gap_seconds, 0))) ELSE next_allowed_at END"
+                    " WHERE host = ANY(%s)",
                     ([r.host for r in rows],),
                 )
         return rows
+
+    async def set_host_slots(self, hosts: Sequence[str], slots: int) -> None:
+        """Gives ``hosts`` (large hosts) ``slots`` request slots; every other host goes back to one."""
+        names = sorted(set(hosts))
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE scheduler.hosts SET slots = 1 WHERE slots > 1 AND host <> ALL(%s::text[])", (names,)
+            )
+            if names:
+                await conn.execute(
+                    "INSERT INTO scheduler.hosts AS h (host, partition, slots)"
+                    " SELECT host, part, %s FROM unnest(%s::text[], %s::int[]) AS t(host, part)"
+                    " ON CONFLICT (host) DO UPDATE SET slots = excluded.slots",
+                    (max(1, slots), names, [partition_for(h, self._partitions) for h in names]),
+                )
+
+    async def queued_path_counts(self, host: str) -> dict[str, int]:
+        """Queued URLs of ``host`` per first path segment ("" when the URL has no directory)."""
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                "SELECT coalesce(substring(url FROM '^[^:]+://[^/]+/([^/?#]*)/'), ''), count(*)"
+                " FROM scheduler.frontier WHERE host = %s AND status = 'queued' GROUP BY 1",
+                (host,),
+            )
+            return {str(segment): int(n) for segment, n in await cur.fetchall()}
+
+    async def register_goal_sites(self, sites: Sequence[str]) -> None:
+        """Makes ``sites`` arms of the crawl goal: their pages are recorded from now on."""
+        async with self._db.transaction() as conn:
+            await arm_store.register_sites(conn, sites)
+
+    async def goal_site_states(self, sites: Sequence[str], goal: str, recent: int) -> list[ArmState]:
+        async with self._db.connection() as conn:
+            return await arm_store.arm_states(conn, sites, goal, recent)
 
     async def in_flight(self) -> int:
         async with self._db.connection() as conn:

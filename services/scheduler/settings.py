@@ -30,3 +30,49 @@ class SchedulerSettings:
     retry_base_seconds: float = setting(
         "TRAWL_SCHEDULER_RETRY_BASE_SECONDS", 10.0, "Backoff before a retry: base * 2^(attempt - 1)."
     )
+    bandit_policy: str = setting(
+        "TRAWL_SCHEDULER_BANDIT_POLICY",
+        "",
+        "Crawl goal over a set of sites: the site policy r1, r2, r3, quantum or recency (docs/evaluation.md);"
+        " empty: no goal, every host is dispatched as usual.",
+    )
+    bandit_goal: str = setting(
+        "TRAWL_SCHEDULER_BANDIT_GOAL",
+        "documents",
+        "Reward of a fetched page of the goal: documents (1 a page fetched) or new_urls (URLs first"
+        " discovered on it, counted when discoveries name their page).",
+    )
+    bandit_sites: tuple[str, ...] = setting(
+        "TRAWL_SCHEDULER_BANDIT_SITES", (), "Hosts of the crawl goal (comma-separated), in the policy's order."
+    )
+    bandit_budget: int = setting(
+        "TRAWL_SCHEDULER_BANDIT_BUDGET", 0, "Pages the crawl goal may fetch over its sites; 0: no limit."
+    )
+    bandit_step: int = setting(
+        "TRAWL_SCHEDULER_BANDIT_STEP",
+        10,
+        "Pages of a step of the fixed rules: r2's batch, r3's first pages per site, the quantum's turn"
+        " (r1 explores budget / (2 x sites) pages per site).",
+    )
+    bandit_parallel: int = setting(
+        "TRAWL_SCHEDULER_BANDIT_PARALLEL",
+        4,
+        "Choices the site policy makes per dispatch round, so at most this many goal sites in flight"
+        " (1: one page at a time, as in the paper).",
+    )
+    large_hosts: tuple[str, ...] = setting(
+        "TRAWL_SCHEDULER_LARGE_HOSTS",
+        (),
+        "Hosts split by path across fetchers (comma-separated): their requests are keyed host#group.",
+    )
+    large_host_groups: int = setting(
+        "TRAWL_SCHEDULER_LARGE_HOST_GROUPS",
+        2,
+        "Path groups of a large host: up to this many of its requests in flight, their starts spaced by"
+        " the host's politeness gap.",
+    )
+    partition_refresh_seconds: float = setting(
+        "TRAWL_SCHEDULER_PARTITION_REFRESH_SECONDS",
+        600.0,
+        "How often a large host's path groups are recomputed from its queued URLs.",
+    )

@@ -1,0 +1,64 @@
+"""The crawl goal's allocator: which of the goal's sites the dispatcher may fetch this round."""
+
+from __future__ import annotations
+
+import pytest
+
+from libs.common.settings import SettingsError
+from services.scheduler.bandits.allocator import ArmState, BanditAllocator, allocator_from_settings
+from services.scheduler.bandits.policies import ExploreThenCommit, GreedyBatches, TimeQuantum
+
+SITES = ("a.example", "b.example", "c.example")
+
+
+def state(site: str, pulls: int = 0, in_flight: int = 0, reward: float = 0.0, work: bool = True) -> ArmState:
+    return ArmState(site, pulls, in_flight, reward, reward, (), work)
+
+
+def test_one_choice_a_round_is_the_paper_s_one_page_at_a_time() -> None:
+    allocator = BanditAllocator(GreedyBatches(batch=2), SITES, "documents", budget=0, parallel=1)
+    states = [state("a.example", 2, reward=2), state("b.example", 1), state("c.example")]
+    assert allocator.allowed(states) == ["b.example"]  # b's first batch is not finished
+    assert allocator.held(states) == ["a.example", "c.example"]
+
+
+def test_pages_in_flight_count_as_pulls() -> None:
+    allocator = BanditAllocator(GreedyBatches(batch=2), SITES, "documents", budget=0, parallel=1)
+    states = [state("a.example", 2, reward=2), state("b.example", 1, in_flight=1), state("c.example")]
+    assert allocator.allowed(states) == ["c.example"]
+
+
+def test_several_choices_a_round_allow_several_sites() -> None:
+    allocator = BanditAllocator(TimeQuantum(quantum=1), SITES, "documents", budget=0, parallel=2)
+    assert allocator.allowed([state(s) for s in SITES]) == ["a.example", "b.example"]
+    repeat = BanditAllocator(ExploreThenCommit(explore_pages=1), SITES, "documents", budget=0, parallel=3)
+    committed = [state("a.example", 1, reward=1), state("b.example", 1, reward=5), state("c.example", 1)]
+    assert repeat.allowed(committed) == ["b.example"]  # three choices, one site
+
+
+def test_sites_without_queued_urls_are_not_chosen() -> None:
+    allocator = BanditAllocator(TimeQuantum(quantum=1), SITES, "documents", budget=0, parallel=1)
+    assert allocator.allowed([state("a.example", work=False), state("b.example"), state("c.example")]) == ["b.example"]
+    assert allocator.allowed([state("b.example")]) == ["b.example"]  # a and c unknown yet: closed
+
+
+def test_a_spent_budget_holds_every_goal_site() -> None:
+    allocator = BanditAllocator(TimeQuantum(quantum=1), SITES, "new_urls", budget=10, parallel=4)
+    states = [state("a.example", 4), state("b.example", 3, in_flight=1), state("c.example", 1)]
+    assert allocator.spent(states) == 9
+    assert allocator.allowed(states) == ["c.example"]  # one page left
+    states[2] = state("c.example", 2)
+    assert allocator.held(states) == list(SITES)
+
+
+def test_settings() -> None:
+    assert allocator_from_settings("", SITES, "documents", 0, 10, 4) is None
+    built = allocator_from_settings("r1", [*SITES, "a.example"], "new_urls", 600, 10, 2)
+    assert built is not None and built.sites == SITES and built.parallel == 2
+    assert isinstance(built.policy, ExploreThenCommit) and built.policy.explore_pages == 100
+    with pytest.raises(SettingsError, match="TRAWL_SCHEDULER_BANDIT_POLICY"):
+        allocator_from_settings("ucb2", SITES, "documents", 0, 10, 4)
+    with pytest.raises(SettingsError, match="unknown crawl goal"):
+        allocator_from_settings("r2", SITES, "links", 0, 10, 4)
+    with pytest.raises(SettingsError, match="TRAWL_SCHEDULER_BANDIT_SITES"):
+        allocator_from_settings("r2", (), "documents", 0, 10, 4)

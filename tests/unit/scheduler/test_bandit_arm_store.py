@@ -1,0 +1,103 @@
+"""A crawl goal's statistics in the real database: pulls from outcomes, new URLs from discoveries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from libs.common.db.pool import Database
+from libs.common.urls import url_fingerprint, url_host
+from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+ALL = list(range(12))
+
+
+def new(url: str, found_on: str = "") -> NewUrl:
+    return NewUrl(url_fingerprint(url), url, url_host(url), 1, "link", found_on)
+
+
+def ended(sent: Dispatched, status: str = "fetched", request_id: str | None = None) -> Outcome:
+    return Outcome(
+        sent.url_fp,
+        request_id or sent.request_id,
+        sent.host,
+        status,
+        200,
+        "FETCH_STATUS_OK",
+        "",
+        datetime.now(UTC),
+        None,
+    )
+
+
+async def fetch_all(frontier: FrontierStore, status: str = "fetched") -> list[Dispatched]:
+    sent = await frontier.dispatch(100, ALL)
+    await frontier.apply_outcomes([ended(s, status) for s in sent], 3, 60.0)
+    return sent
+
+
+async def test_pages_of_goal_sites_are_pulls_and_documents(frontier: FrontierStore) -> None:
+    await frontier.register_goal_sites(["a.example", "b.example"])
+    await frontier.add_urls([new("http://a.example/"), new("http://b.example/"), new("http://c.example/")])
+    sent = await frontier.dispatch(100, ALL)
+    outcomes = [ended(s, "fetched" if s.host == "a.example" else "failed") for s in sent]
+    await frontier.apply_outcomes(outcomes, 3, 60.0)
+    await frontier.apply_outcomes(outcomes, 3, 60.0)  # redelivered: ignored
+    states = {s.site: s for s in await frontier.goal_site_states(["a.example", "b.example"], "documents", 32)}
+    assert (states["a.example"].pulls, states["a.example"].reward_sum, states["a.example"].recent) == (1, 1.0, (1.0,))
+    assert (states["b.example"].pulls, states["b.example"].reward_sum, states["b.example"].recent) == (1, 0.0, (0.0,))
+    assert not states["a.example"].has_work and states["a.example"].in_flight == 0
+    assert await frontier.goal_site_states(["c.example"], "documents", 32) == []  # not an arm
+
+
+async def test_a_retry_is_not_a_pull(frontier: FrontierStore, scheduler_db: Database) -> None:
+    await frontier.register_goal_sites(["a.example"])
+    await frontier.add_urls([new("http://a.example/")])
+    await fetch_all(frontier, "retry")
+    (a,) = await frontier.goal_site_states(["a.example"], "documents", 32)
+    assert a.pulls == 0 and a.has_work
+
+
+async def test_new_urls_are_credited_once_to_the_page_they_were_found_on(frontier: FrontierStore) -> None:
+    await frontier.register_goal_sites(["a.example"])
+    await frontier.add_urls([new("http://a.example/")])
+    await fetch_all(frontier)
+    found = [
+        new("http://a.example/1", "http://a.example/"),
+        new("http://x.example/", "http://A.example/#top"),
+        new("http://a.example/2", "http://a.example/"),
+    ]
+    assert await frontier.add_urls(found) == 3
+    assert await frontier.add_urls(found) == 0  # redelivered: nothing new, nothing credited
+    await frontier.add_urls([new("http://a.example/3", "not a url"), new("http://a.example/4", "http://z.example/")])
+    (a,) = await frontier.goal_site_states(["a.example"], "new_urls", 32)
+    assert (a.pulls, a.reward_sum, a.reward_max, a.recent, a.has_work) == (1, 3.0, 3.0, (3.0,), True)
+
+
+async def test_a_discovery_before_its_page_s_outcome_still_counts_both(frontier: FrontierStore) -> None:
+    await frontier.register_goal_sites(["a.example"])
+    await frontier.add_urls([new("http://a.example/")])
+    sent = await frontier.dispatch(100, ALL)
+    await frontier.add_urls([new("http://a.example/1", "http://a.example/")])  # links arrive first
+    await frontier.apply_outcomes([ended(s) for s in sent], 3, 60.0)
+    (a,) = await frontier.goal_site_states(["a.example"], "new_urls", 32)
+    assert (a.pulls, a.reward_sum, a.recent) == (1, 1.0, (1.0,))
+
+
+async def test_recent_rewards_are_the_last_pages_oldest_first(frontier: FrontierStore) -> None:
+    await frontier.register_goal_sites(["a.example"])
+    for i in range(4):
+        await frontier.add_urls([new(f"http://a.example/{i}")])
+        await fetch_all(frontier, "fetched" if i % 2 == 0 else "blocked")
+    (a,) = await frontier.goal_site_states(["a.example"], "documents", 3)
+    assert a.pulls == 4 and a.recent == (0.0, 1.0, 0.0)
+
+
+async def test_held_sites_are_not_dispatched(frontier: FrontierStore) -> None:
+    await frontier.add_urls([new("http://a.example/"), new("http://b.example/")])
+    sent = await frontier.dispatch(100, ALL, held=["a.example"])
+    assert [s.host for s in sent] == ["b.example"]
+    assert [s.host for s in await frontier.dispatch(100, ALL)] == ["a.example"]

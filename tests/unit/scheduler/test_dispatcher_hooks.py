@@ -1,0 +1,93 @@
+"""The dispatcher with a crawl goal and a large host, on the real database and broker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.settings import load_settings
+from libs.common.topics import FETCH_REQUESTS
+from libs.common.urls import url_fingerprint, url_host
+from libs.common.wire import messages as pb
+from libs.localinfra import create_topics
+from services.scheduler.dispatcher import Dispatcher
+from services.scheduler.frontier_store import FrontierStore, NewUrl
+from services.scheduler.settings import SchedulerSettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+@pytest.fixture
+def kafka(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> KafkaSettings:
+    settings = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique_name("t") + ".")
+    create_topics(settings.bootstrap, [(settings.topic(FETCH_REQUESTS.name), FETCH_REQUESTS.partitions)])
+    return settings
+
+
+@pytest.fixture
+async def producer(kafka: KafkaSettings) -> AsyncIterator[TopicProducer]:
+    sender = TopicProducer(kafka, "scheduler-hooks-test")
+    await sender.start()
+    try:
+        yield sender
+    finally:
+        await sender.stop()
+
+
+def requests(bootstrap: str, topic: str, count: int) -> dict[str, str]:
+    """URL -> key of the first ``count`` fetch requests on ``topic`` (reads until they are there)."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False})
+    reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(FETCH_REQUESTS.partitions)])
+    found: dict[str, str] = {}
+    deadline = time.monotonic() + 30
+    try:
+        while len(found) < count and time.monotonic() < deadline:
+            message = reader.poll(0.2)
+            if message is None or message.error():
+                continue
+            request = pb.FetchRequest.FromString(message.value())
+            found[request.url] = message.key().decode()
+    finally:
+        reader.close()
+    return found
+
+
+def new(url: str) -> NewUrl:
+    return NewUrl(url_fingerprint(url), url, url_host(url), 1)
+
+
+async def test_the_goal_holds_sites_and_a_large_host_is_keyed_by_group(
+    frontier: FrontierStore, producer: TopicProducer, kafka: KafkaSettings
+) -> None:
+    settings = load_settings(
+        SchedulerSettings,
+        {},
+        bandit_policy="r2",
+        bandit_sites=("a.example", "b.example"),
+        bandit_step=1,
+        bandit_parallel=1,
+        large_hosts=("big.example",),
+        large_host_groups=2,
+    )
+    dispatcher = Dispatcher(frontier, producer, settings, lambda: set(range(FETCH_REQUESTS.partitions)))
+    await dispatcher.prepare()
+    urls = [
+        "http://a.example/",
+        "http://b.example/",
+        "http://c.example/",
+        *[f"http://big.example/news/{i}" for i in range(6)],
+        *[f"http://big.example/sport/{i}" for i in range(4)],
+    ]
+    await frontier.add_urls([new(u) for u in urls])
+    assert await dispatcher.dispatch_once() == 3  # a (R2 starts with the first site), c, and one page of big
+    sent = requests(kafka.bootstrap, kafka.topic(FETCH_REQUESTS.name), 3)
+    assert sent.pop("http://a.example/") == "a.example"
+    assert sent.pop("http://c.example/") == "c.example"  # not a goal site: dispatched as usual
+    ((url, key),) = sent.items()
+    assert key == ("big.example#0" if "/news/" in url else "big.example#1")  # news (6 URLs) and sport balanced
+    assert "http://b.example/" not in sent

@@ -1,0 +1,114 @@
+"""Large hosts in the real database: one request in flight per slot, starts spaced by the host's gap."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from libs.common.db.pool import Database
+from libs.common.urls import url_fingerprint, url_host
+from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+ALL = list(range(12))
+
+
+def new(url: str) -> NewUrl:
+    return NewUrl(url_fingerprint(url), url, url_host(url), 1)
+
+
+def ended(sent: Dispatched, status: str, next_allowed: datetime | None) -> Outcome:
+    return Outcome(
+        sent.url_fp, sent.request_id, sent.host, status, 200, "FETCH_STATUS_OK", "", datetime.now(UTC), next_allowed
+    )
+
+
+async def host(db: Database, name: str) -> dict[str, Any]:
+    async with db.connection() as conn:
+        cur = await conn.execute(
+            "SELECT slots, in_flight, gap_seconds, extract(epoch FROM next_allowed_at - now())::float8 AS wait"
+            " FROM scheduler.hosts WHERE host = %s",
+            (name,),
+        )
+        row = await cur.fetchone()
+        assert row is not None and cur.description is not None
+        return {c.name: v for c, v in zip(cur.description, row, strict=True)}
+
+
+async def backdate(db: Database, name: str) -> None:
+    """The host's gap has passed (instead of waiting for it)."""
+    async with db.transaction() as conn:
+        await conn.execute(
+            "UPDATE scheduler.hosts SET next_allowed_at = now() - interval '1 s' WHERE host = %s", (name,)
+        )
+
+
+async def test_slots_are_set_for_large_hosts_and_reset_for_the_others(
+    frontier: FrontierStore, scheduler_db: Database
+) -> None:
+    await frontier.add_urls([new("http://small.example/")])
+    await frontier.set_host_slots(["big.example", "small.example"], 3)
+    assert (await host(scheduler_db, "big.example"))["slots"] == 3
+    await frontier.set_host_slots(["big.example"], 2)
+    assert (await host(scheduler_db, "big.example"))["slots"] == 2
+    assert (await host(scheduler_db, "small.example"))["slots"] == 1
+
+
+async def test_a_large_host_gets_a_second_slot_once_its_gap_is_known(
+    frontier: FrontierStore, scheduler_db: Database
+) -> None:
+    await frontier.set_host_slots(["big.example"], 2)
+    await frontier.add_urls([new(f"http://big.example/s{i}/") for i in range(5)])
+    first = await frontier.dispatch(100, ALL)
+    assert len(first) == 1
+    assert await frontier.dispatch(100, ALL) == []  # the gap is not known yet: one slot only
+    gap = 30.0
+    await frontier.apply_outcomes([ended(first[0], "fetched", datetime.now(UTC) + timedelta(seconds=gap))], 3, 60.0)
+    after = await host(scheduler_db, "big.example")
+    assert after["in_flight"] == 0 and after["gap_seconds"] == pytest.approx(gap, abs=1.0)
+    assert after["wait"] <= 0  # the fetcher's clock is its group's own, not the host's
+
+    second = await frontier.dispatch(100, ALL)
+    assert len(second) == 1
+    assert (await host(scheduler_db, "big.example"))["wait"] == pytest.approx(gap, abs=2.0)  # the next start waits
+    assert await frontier.dispatch(100, ALL) == []
+    await backdate(scheduler_db, "big.example")
+    third = await frontier.dispatch(100, ALL)
+    assert len(third) == 1 and (await host(scheduler_db, "big.example"))["in_flight"] == 2
+    await backdate(scheduler_db, "big.example")
+    assert await frontier.dispatch(100, ALL) == []  # both slots in flight
+
+
+async def test_an_error_s_backoff_holds_every_slot(frontier: FrontierStore, scheduler_db: Database) -> None:
+    await frontier.set_host_slots(["big.example"], 2)
+    await frontier.add_urls([new(f"http://big.example/s{i}/") for i in range(3)])
+    (sent,) = await frontier.dispatch(100, ALL)
+    await frontier.apply_outcomes([ended(sent, "retry", datetime.now(UTC) + timedelta(seconds=120))], 3, 60.0)
+    assert (await host(scheduler_db, "big.example"))["wait"] == pytest.approx(120, abs=2.0)
+    assert await frontier.dispatch(100, ALL) == []
+
+
+async def test_an_ordinary_host_keeps_one_request_in_flight(frontier: FrontierStore, scheduler_db: Database) -> None:
+    await frontier.add_urls([new(f"http://small.example/s{i}/") for i in range(3)])
+    (sent,) = await frontier.dispatch(100, ALL)
+    assert await frontier.dispatch(100, ALL) == []
+    await frontier.apply_outcomes([ended(sent, "fetched", datetime.now(UTC) + timedelta(seconds=30))], 3, 60.0)
+    assert (await host(scheduler_db, "small.example"))["wait"] == pytest.approx(30, abs=2.0)
+    assert await frontier.dispatch(100, ALL) == []
+
+
+async def test_queued_urls_are_counted_per_first_path_segment(frontier: FrontierStore) -> None:
+    urls = [
+        "http://big.example/",
+        "http://big.example/a.html",
+        "http://big.example/news/1",
+        "http://big.example/news/",
+        "http://big.example/sport/x/y?q=1",
+        "http://big.example/q?x=/a/",
+        "http://other.example/news/1",
+    ]
+    await frontier.add_urls([new(u) for u in urls])
+    assert await frontier.queued_path_counts("big.example") == {"": 3, "news": 2, "sport": 1}
