@@ -175,7 +175,9 @@ class LinkbaseBatch:
 
 
 def _target_or_reason(link: pb.Link) -> UrlRef | str:
-    """The link's normalised target, or why it is a bad link."""
+    """The link's normalised target, or why it is a bad link (a spider trap's is "trap:<rule>")."""
+    if link.trap_rule:
+        return clean_text(f"trap:{link.trap_rule}", 200)
     if link.link_class == pb.LINK_CLASS_BAD:
         return clean_text(link.bad_reason, 200) or "unspecified"
     if not link.url.strip():

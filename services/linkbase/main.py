@@ -23,6 +23,7 @@ from services.linkbase.api import SERVICE_NAME, LinkbaseApi
 from services.linkbase.graph import GraphReader
 from services.linkbase.handler import LinkbaseHandler
 from services.linkbase.history_reader import HistoryReader
+from services.linkbase.host_budget import HostBudget
 from services.linkbase.outbox import DiscoveryPublisher
 from services.linkbase.settings import LinkbaseSettings
 from services.linkbase.sites import SiteBook
@@ -46,7 +47,7 @@ async def build(env: Mapping[str, str]) -> Service:
         service="linkbase",
         group_id=settings.group_id,
         topics=[PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES],
-        handler=LinkbaseHandler(LinkStore(db), publisher),
+        handler=LinkbaseHandler(LinkStore(db, HostBudget(settings.max_urls_per_host)), publisher),
         producer=producer,
         concurrency=1,
         batch_size=settings.batch_size,

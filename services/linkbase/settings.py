@@ -36,6 +36,12 @@ class LinkbaseSettings:
         "Penalty announced for URLs of a trap path: the scheduler multiplies their priority by 1 - penalty.",
     )
 
+    max_urls_per_host: int = setting(
+        "TRAWL_LINKBASE_MAX_URLS_PER_HOST",
+        100_000,
+        "Most URLs a host may gain from links; links to new URLs beyond it are bad links trap:host_budget (0: none).",
+    )
+
     @property
     def traps(self) -> TrapPolicy:
         return TrapPolicy(self.trap_min_judged, self.trap_duplicate_share, self.trap_penalty)

@@ -8,6 +8,9 @@ columns expanded with ``unnest``: a batch of 500 pages with 25,000 links costs a
 round trips. Rows are sorted by primary key, so concurrent writers lock in the same order.
 Every write is idempotent: a redelivered batch finds its rows in place and changes nothing.
 
+New link targets count against their host's URL budget (:mod:`services.linkbase.host_budget`);
+the ones over it are kept as bad links.
+
 A re-fetched page's out-links are replaced. The links it has now and did not have at its
 previous fetch are the children it revealed: they go into the publish-time history with the
 previous and the current fetch time (seed 001; :mod:`services.linkbase.history`).
@@ -25,6 +28,7 @@ from services.linkbase import staging
 from services.linkbase.annotations import write_documents, write_outcomes, write_verdicts
 from services.linkbase.batch import LinkbaseBatch
 from services.linkbase.history import RevealedChild, revealed_children, write_history
+from services.linkbase.host_budget import HostBudget
 from services.linkbase.rows import PageRow, TargetRow, targets_of
 from services.linkbase.seen import ensure_urls
 
@@ -76,7 +80,10 @@ WHERE b.source_host_id = k.host_id AND b.source_fp = k.s AND b.href_hash = k.h
 
 # A target becomes pending (1) when first seen followable; announced (2) stays announced.
 # discovered_from follows the smallest depth. No-op updates are skipped.
+# Returns, per host, the URLs this transaction inserted (first_seen is the transaction's start):
+# the per-host budget's count (services/linkbase/host_budget.py).
 _MERGE_TARGETS = """
+WITH merged AS (
 INSERT INTO linkbase.urls AS u (host_id, url_fp, url, depth, discovered_from_host_id, discovered_from_fp,
                                 announce_state)
 SELECT host_id, url_fp, url, depth, from_host_id, from_fp, announce_state FROM stage_targets
@@ -92,6 +99,9 @@ ON CONFLICT (host_id, url_fp) DO UPDATE SET
 WHERE excluded.depth < u.depth
    OR (u.depth IS NULL AND excluded.depth IS NOT NULL)
    OR excluded.announce_state > u.announce_state
+RETURNING u.host_id, u.first_seen = now() AS new
+)
+SELECT host_id, count(*) FROM merged WHERE new GROUP BY host_id
 """
 
 _MERGE_LINKS = """
@@ -116,8 +126,9 @@ WHERE (b.reason, b.anchor) IS DISTINCT FROM (excluded.reason, excluded.anchor)
 class LinkStore:
     """Applies one :class:`LinkbaseBatch` in one transaction."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, budget: HostBudget | None = None) -> None:
         self._db = db
+        self._budget = budget or HostBudget(0)
 
     async def write(self, batch: LinkbaseBatch) -> list[RevealedChild]:
         """Writes the batch; returns the publish-time history rows it recorded."""
@@ -150,14 +161,14 @@ class LinkStore:
         updated = await cur.fetchall()
         depths: dict[int, int | None] = {fp: depth for fp, depth, _ in updated}
         links_at: dict[int, int | None] = {fp: previous for fp, _, previous in updated}
-        links = batch.links
-        bad = batch.bad_links
+        budgeted = await self._budget.enforce(conn, batch.links, batch.bad_links, targets_of(batch.links, depths))
+        links, bad = budgeted.links, budgeted.bad_links
         recrawled = [p for p in pages if p.ref.fp not in first_time]
         before: dict[int, set[int]] = {}
         if recrawled:
             before = await self._replace_stale(conn, recrawled, {(r.source.fp, r.target.fp) for r in links},
                                                {(r.source_fp, r.href_hash) for r in bad})
-        await self._merge_targets(conn, targets_of(links, depths))
+        await self._budget.count(conn, await self._merge_targets(conn, budgeted.targets))
         if links:
             await staging.copy_rows(conn, staging.LINKS, (
                 (r.source.host_id, r.source.fp, r.target.fp, r.target.host_id, r.anchor, r.context, r.link_class,
@@ -192,10 +203,12 @@ class LinkStore:
                 log.debug("deleted %s out-links that re-fetched pages no longer have", len(gone))
         return before
 
-    async def _merge_targets(self, conn: Conn, targets: list[TargetRow]) -> None:
+    async def _merge_targets(self, conn: Conn, targets: list[TargetRow]) -> list[tuple[int, int]]:
+        """Inserts or updates the link targets; returns (host id, URLs inserted) per host."""
         if not targets:
-            return
+            return []
         await staging.copy_rows(conn, staging.TARGETS, (
             (t.ref.host_id, t.ref.fp, t.ref.url, t.depth, t.discovered_from.host_id, t.discovered_from.fp,
              1 if t.followable else 0) for t in targets))
-        await conn.execute(_MERGE_TARGETS)
+        cur = await conn.execute(_MERGE_TARGETS)
+        return [(host, n) for host, n in await cur.fetchall()]

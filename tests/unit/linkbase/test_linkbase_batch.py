@@ -151,3 +151,19 @@ def test_nul_characters_are_dropped_from_stored_text() -> None:
     assert [link.anchor for link in batch.links] == ["ab"]
     assert [(bad.href, bad.reason) for bad in batch.bad_links] == [("badhref", "r")]
     assert [doc.title for doc in batch.documents.values()] == ["title"]
+
+
+def test_trapped_links_are_bad_links_named_after_their_rule() -> None:
+    batch = build_batch([
+        _page(
+            "http://a.test/",
+            pb.Link(url="http://a.test/cal/2091/01/", link_class=pb.LINK_CLASS_BAD, bad_reason="trap:calendar",
+                    trap_rule="calendar", anchor="Next"),
+            pb.Link(url="http://a.test/a/a/a/", link_class=pb.LINK_CLASS_INTERNAL, trap_rule="repeated_segments"),
+        )
+    ])
+    assert {bad.href: bad.reason for bad in batch.bad_links} == {
+        "http://a.test/cal/2091/01/": "trap:calendar",
+        "http://a.test/a/a/a/": "trap:repeated_segments",
+    }
+    assert batch.links == []
