@@ -141,7 +141,7 @@ def read_records(
     """
     if not starts or limit == 0:
         return
-    consumer = probe_consumer(target.bootstrap, "peek")
+    consumer = probe_consumer(target.bootstrap, "peek", fetch_wait_ms=500 if follow else 10)
     at_end: set[TP] = set()
     yielded = 0
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -150,7 +150,7 @@ def read_records(
         while deadline is None or time.monotonic() < deadline:
             if not follow and len(at_end) == len(starts):
                 return
-            batch: list[Any] = consumer.consume(200, 0.5)
+            batch: list[Any] = consumer.consume(200, 0.2 if follow else 0.05)  # waits all of it unless full
             for msg in batch:
                 tp = (msg.topic(), msg.partition())
                 err = msg.error()

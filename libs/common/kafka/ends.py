@@ -44,8 +44,13 @@ class PartitionEnd:
         return max(0, self.high - self.low)
 
 
-def probe_consumer(bootstrap: str, purpose: str) -> Consumer:
-    """A consumer for reading by assignment only: it joins no group and never commits."""
+def probe_consumer(bootstrap: str, purpose: str, fetch_wait_ms: int = 10) -> Consumer:
+    """A consumer for reading by assignment only: it joins no group and never commits.
+
+    At the end of a partition the broker holds a fetch for ``fetch_wait_ms`` before it
+    answers that there is nothing more: short for reads that stop at the end, longer for
+    reads that wait for new records.
+    """
     return Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": f"trawl-ops-{purpose}",  # required by librdkafka; unused without subscribe/commit
@@ -53,6 +58,7 @@ def probe_consumer(bootstrap: str, purpose: str) -> Consumer:
         "enable.auto.offset.store": False,
         "enable.partition.eof": True,
         "auto.offset.reset": "latest",  # a start past the end goes to the end, never back to the start
+        "fetch.wait.max.ms": fetch_wait_ms,
         "log_level": 0,
     })
 
@@ -80,7 +86,8 @@ def read_to_end(
         consumer.assign([TopicPartition(t, p, max(0, offset)) for (t, p), offset in starts.items()])
         deadline = time.monotonic() + timeout
         while len(ends) < len(starts) and time.monotonic() < deadline:
-            batch: list[Any] = consumer.consume(500, min(0.5, max(0.01, deadline - time.monotonic())))
+            # consume() waits its whole timeout unless the batch fills: keep it short.
+            batch: list[Any] = consumer.consume(500, min(0.05, max(0.01, deadline - time.monotonic())))
             for msg in batch:
                 tp = (msg.topic(), msg.partition())
                 if tp in ends:
