@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from typing import Any
 
 import typer
@@ -30,7 +31,8 @@ TOPIC = typer.Argument(..., help="Topic: a declared name (trawl.fetch-requests) 
 PARTITION = typer.Option(None, "--partition", "-p", help="Only this partition.")
 OFFSET = typer.Option(None, "--offset", help="Start at this offset (in each partition read).")
 SINCE = typer.Option(None, "--since", help="Start at this time: ISO 8601 (UTC unless it says) or 15m, 2h, 1d ago.")
-LAST = typer.Option(None, "--last", help="Start this many records before the end of each partition.")
+LAST = typer.Option(None, "--last", help="Start this many records before the end of each partition "
+                    "(peek with --key or --url: the last N matching records).")
 KEY = typer.Option(None, "--key", "-k", help="Only records with this key (reads only the partition it maps to).")
 URL = typer.Option(None, "--url", help="Only records about this URL (by the topic's key for it, and the value's url).")
 FULL = typer.Option(False, "--full", help="Do not shorten long strings and bytes.")
@@ -85,17 +87,25 @@ def peek(
 ) -> None:
     """Records of a topic from the beginning (or an offset, a time, the end), decoded to JSON; then stop."""
     target = target_from(bootstrap, prefix)
+    # The last N records *with a key or URL* are somewhere in the partition: read it all, keep N.
+    keep_last = last if last is not None and (key is not None or url is not None) else None
     try:
         start, since_ms = _start(offset, since, last, StartAt("beginning"))
+        if keep_last is not None:
+            start = StartAt("beginning")
         declared, starts, record_filter = call(
             target, lambda: _plan(target, topic, partition, key, url, start, since_ms, timeout))
     except (BadStart, InvalidUrl) as exc:
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from exc
     with talking_to(target):
-        records = [record_json(msg, declared, None if full else 200) for msg in read_records(
-            target, starts, topic=declared, record_filter=record_filter, limit=limit, follow=False, timeout=timeout)]
+        found = read_records(target, starts, topic=declared, record_filter=record_filter,
+                             limit=limit if keep_last is None else None, follow=False, timeout=timeout)
+        chosen = list(found) if keep_last is None else list(deque(found, maxlen=keep_last))[:limit]
+        records = [record_json(msg, declared, None if full else 200) for msg in chosen]
     notes = [] if declared is not None else [f"{topic} is not a declared topic: values are shown as bytes"]
+    if keep_last is not None:
+        notes.append(f"the last {keep_last} matching record(s): the partition was read from its start")
     undecodable = sum("undecodable" in r for r in records)
     if undecodable and declared is not None:
         notes.append(f"{undecodable} record(s) are not valid {declared.message_type.DESCRIPTOR.name} messages")

@@ -93,8 +93,12 @@ def test_a_peeked_message_decodes_to_the_values_produced(cli: TopicsCli) -> None
 
     by_url = cli.json("peek", "trawl.fetch-requests", "--url", "HTTP://b.test/page-2")["records"]
     assert [r["value"]["request_id"] for r in by_url] == ["b.test-2"]
-    last = cli.json("peek", "trawl.fetch-requests", "--key", "a.test", "--last", "1")["records"]
-    assert [r["value"]["request_id"] for r in last] == ["a.test-3"]
+    last = cli.json("peek", "trawl.fetch-requests", "--key", "a.test", "--last", "2")["records"]
+    assert [r.get("value", {}).get("request_id") for r in last] == [None, "a.test-3"]  # the undecodable, then r3
+    b_partition = partition_for("b.test", FETCH_REQUESTS.partitions)
+    assert b_partition != partition_for("a.test", FETCH_REQUESTS.partitions)  # b.test's record is its partition's last
+    tail_of_b = cli.json("peek", "trawl.fetch-requests", "--partition", str(b_partition), "--last", "1")["records"]
+    assert [r["offset"] for r in tail_of_b] == [max(r["offset"] for r in by_url)]
 
 
 def test_tail_prints_one_json_line_per_record_and_stops_at_its_limit(cli: TopicsCli) -> None:
