@@ -66,7 +66,8 @@ class SchedulerHandler:
             msg = record.value
             if record.topic is DISCOVERED_URLS:
                 url, host, fp = _checked(msg.url)
-                new.append(NewUrl(fp, url, host, max(0, msg.depth), _SOURCES.get(msg.source, "link")))
+                new.append(NewUrl(fp, url, host, max(0, msg.depth), _SOURCES.get(msg.source, "link"),
+                                  discovered_from=msg.discovered_from))
             elif record.topic is IMPORTANCE_UPDATES:
                 url, host, fp = _checked(msg.url)
                 priorities.append(Priority(fp, url, host, float(msg.cash)))
