@@ -90,21 +90,22 @@ def locate_url(
         on_broker = call(target, lambda: topic_names(target, timeout))
         counts = {declared.name: n for name, n in on_broker.items() if (declared := target.declared(name))}
     try:
-        normalised, places = locate(url, counts)
+        normalised, places = locate(url, counts, target.large_hosts)
     except InvalidUrl as exc:
         console.print(f"[red]{url!r} is not a URL the crawler accepts: {exc.reason}[/red]")
         raise typer.Exit(2) from exc
-    tps = [(target.prefix + p.topic, p.partition) for p in places if p.partition is not None]
+    tps = [(target.prefix + p.topic, partition) for p in places
+           for partition in ((p.partition,) if p.partition is not None else p.candidates)]
     readers = [] if offline else call(target, lambda: readers_of(target, tps, timeout))
     payload = {
         "url": normalised,
         "topics": [{"topic": target.prefix + p.topic, "key_kind": p.key_kind, "key": p.key, "partition": p.partition,
-                    "partitions": p.partitions} for p in places],
+                    "candidates": list(p.candidates), "partitions": p.partitions} for p in places],
         "consumers": [r.as_json() for r in readers],
     }
     tables = [TableSpec(f"Where {normalised} goes", ["topic", "key", "key value", "partition"],
                         [(target.prefix + p.topic, p.key_kind, p.key or "(not given by the URL)",
-                          "-" if p.partition is None else f"{p.partition} of {p.partitions}") for p in places])]
+                          _where(p.partition, p.candidates, p.partitions)) for p in places])]
     if readers:
         tables.append(TableSpec("Who reads those partitions", ["topic", "partition", "group", "committed", "lag",
                                                                 "owner"],
@@ -113,6 +114,14 @@ def locate_url(
                                  for r in readers]))
     show(as_json, payload, tables, [] if offline or readers else ["no consumer group has committed on these "
                                                                    "partitions yet"])
+
+
+def _where(partition: int | None, candidates: tuple[int, ...], partitions: int) -> str:
+    if partition is not None:
+        return f"{partition} of {partitions}"
+    if candidates:
+        return f"one of {', '.join(map(str, candidates))} (of {partitions})"
+    return "-"
 
 
 def register(app: typer.Typer) -> None:

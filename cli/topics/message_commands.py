@@ -63,7 +63,8 @@ def _plan(target: Target, topic_arg: str, partition: int | None, key: str | None
     if url is not None:
         wanted_url = normalize_url(url)
         if key is None and topic is not None:
-            key = key_for_url(topic, wanted_url)  # narrows the read to one partition where the URL gives the key
+            # Narrows the read to one partition where the URL gives the key.
+            key = key_for_url(topic, wanted_url, target.large_hosts)
     parts = partitions_to_read(counts[name], partition, key)
     starts = start_offsets(target, name, parts, start, timeout)
     return topic, starts, RecordFilter(key=key, url=wanted_url, since_ms=since_ms)

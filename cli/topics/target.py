@@ -4,14 +4,16 @@ The bootstrap servers come from ``--bootstrap``, else ``TRAWL_KAFKA_BOOTSTRAP`` 
 services' own setting), else the local stack: the broker recorded by ``trawl up`` in
 ``TRAWL_HOME/stack.json``, or the local broker's port when the stack is not up. The topic
 prefix follows the same order (``--prefix``, ``TRAWL_TOPIC_PREFIX``, the local stack's).
+The scheduler's large hosts (``TRAWL_SCHEDULER_LARGE_HOSTS``) are read from the environment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cli.stack.layout import StackSettings, StackState, state_path
+from cli.topics.locate import LargeHosts
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.settings import load_settings
 from libs.common.topics import BY_NAME, Topic
@@ -22,6 +24,7 @@ class Target:
     bootstrap: str
     prefix: str
     source: str  # where the bootstrap came from, shown when the broker cannot be reached
+    large_hosts: LargeHosts = field(default_factory=LargeHosts)  # hosts whose fetch requests are keyed host#group
 
     def name(self, topic: Topic) -> str:
         """The name of a declared topic on this Kafka."""
@@ -60,4 +63,4 @@ def resolve_target(bootstrap: str | None, prefix: str | None, env: Mapping[str, 
             prefix = load_settings(KafkaSettings, env).topic_prefix
         else:
             prefix = state.topic_prefix if state is not None and source.startswith("the local stack (") else ""
-    return Target(bootstrap, prefix, source)
+    return Target(bootstrap, prefix, source, LargeHosts.from_env(env))

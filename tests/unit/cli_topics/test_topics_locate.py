@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.topics.locate import key_for_url, locate
+from cli.topics.locate import LargeHosts, key_for_url, locate
 from libs.common.kafka.partitioner import partition_for
 from libs.common.topics import ALL_TOPICS, DEAD_LETTERS, DOCUMENTS, FETCH_REQUESTS, PAGE_LINKS
 from libs.common.urls import InvalidUrl, url_key
@@ -35,3 +35,17 @@ def test_keys_follow_the_topic_declaration_and_bad_urls_are_refused() -> None:
     assert key_for_url(DOCUMENTS, "http://a.test/x") is None
     with pytest.raises(InvalidUrl):
         locate("mailto:someone@a.test")
+
+
+def test_a_large_hosts_fetch_requests_are_in_one_of_its_groups_partitions() -> None:
+    large = LargeHosts.from_env({"TRAWL_SCHEDULER_LARGE_HOSTS": "big.test", "TRAWL_SCHEDULER_LARGE_HOST_GROUPS": "3"})
+    _, places = locate("http://big.test/a/b", large=large)
+    requests = next(p for p in places if p.topic == FETCH_REQUESTS.name)
+    assert requests.partition is None and requests.key == "big.test#<group>"
+    assert requests.candidates == tuple(sorted({partition_for(f"big.test#{g}", 12) for g in range(3)}))
+    outcomes = next(p for p in places if p.topic == "trawl.fetch-outcomes")
+    assert outcomes.key == "big.test"  # fetch results and outcomes stay keyed by host
+    assert key_for_url(FETCH_REQUESTS, "http://big.test/a", large) is None  # peek reads every partition
+    assert key_for_url(FETCH_REQUESTS, "http://small.test/a", large) == "small.test"
+    assert LargeHosts.from_env({"TRAWL_SCHEDULER_LARGE_HOSTS": "big.test", "TRAWL_SCHEDULER_LARGE_HOST_GROUPS": "1"}) \
+        == LargeHosts()
