@@ -82,21 +82,10 @@ def env_values(docs: list[Doc], container: Doc) -> dict[str, str]:
     return values
 
 
-def most_pods(docs: list[Doc], deployment: str) -> int:
-    """The most pods a Deployment can have: its autoscaler's maxReplicas, else its replicas."""
+def pod_bounds(docs: list[Doc], deployment: str) -> tuple[int, int]:
+    """The fewest and the most pods a Deployment runs: its autoscaler's bounds, else its replicas."""
     for hpa in of_kind(docs, "HorizontalPodAutoscaler").values():
         if hpa["spec"]["scaleTargetRef"]["name"] == deployment:
-            most: int = hpa["spec"]["maxReplicas"]
-            return most
-    replicas: int = of_kind(docs, "Deployment")[deployment]["spec"].get("replicas", 1)
-    return replicas
-
-
-def fewest_pods(docs: list[Doc], deployment: str) -> int:
-    """The fewest pods a Deployment runs: its autoscaler's minReplicas, else its replicas."""
-    for hpa in of_kind(docs, "HorizontalPodAutoscaler").values():
-        if hpa["spec"]["scaleTargetRef"]["name"] == deployment:
-            fewest: int = hpa["spec"]["minReplicas"]
-            return fewest
-    replicas: int = of_kind(docs, "Deployment")[deployment]["spec"].get("replicas", 1)
-    return replicas
+            return int(hpa["spec"]["minReplicas"]), int(hpa["spec"]["maxReplicas"])
+    replicas = int(of_kind(docs, "Deployment")[deployment]["spec"].get("replicas", 1))
+    return replicas, replicas
