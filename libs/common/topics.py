@@ -30,7 +30,9 @@ FETCH_REQUESTS = Topic(
     key="host",
     why=(
         "Keyed by host so that one fetcher instance owns a host at a time and alone keeps its "
-        "politeness clock (Mercator's back-queue invariant, carried by partition ownership)."
+        "politeness clock (Mercator's back-queue invariant, carried by partition ownership). "
+        "A host marked large is split into path groups keyed 'host#group'; the scheduler then "
+        "spaces the groups' requests so the host's delay still holds across all of them."
     ),
 )
 FETCH_RESULTS = Topic(
