@@ -7,7 +7,9 @@ are trafilatura's own (``trafilatura.utils.HTML_PARSER`` and
 ``repair_faulty_html``), so trafilatura sees the tree it would have built
 from the string. One difference, on purpose: a fragment (``<a href=x>x</a>``
 with no ``<html>``) still becomes a document here, where trafilatura's loader
-rejects it, because its links are worth keeping.
+rejects it, because its links are worth keeping; and content after ``</html>``
+(appended by a CMS, injected by a proxy) goes into the body as browsers put it,
+where libxml2 would drop it.
 """
 
 from __future__ import annotations
@@ -33,11 +35,16 @@ _INVALID_XML_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\
 # libxml2 mis-parses some doctypes (lxml bug 1955915): trafilatura drops the doctype of the first line.
 _DOCTYPE_TAG = re.compile(r"^< ?! ?DOCTYPE[^>]*/[^<>]*>", re.IGNORECASE)
 _SELF_CLOSED_HTML = re.compile(r"(<html.*?)\s*/>", re.IGNORECASE)
+_END_TAG_RE = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 
 
 def _repair(html: str) -> str:
     if _INVALID_XML_CHARS.search(html):
         html = _INVALID_XML_CHARS.sub("", html)
+    end = _END_TAG_RE.search(html)
+    if end is not None and _END_TAG_RE.sub("", html[end.start() :]).strip():
+        # Content after </body> or </html>: libxml2 drops it, browsers move it into the body.
+        html = html[: end.start()] + _END_TAG_RE.sub("", html[end.start() :])
     if "doctype" in html[:50].lower():
         first, newline, rest = html.partition("\n")
         html = _DOCTYPE_TAG.sub("", first, count=1) + newline + rest

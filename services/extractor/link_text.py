@@ -159,5 +159,12 @@ class LinkText:
         stop = after.find(_BREAK)
         if stop != -1:
             after = after[:stop]
-        pieces = (_words_before(before, self._context_chars), anchor, _words_after(after, self._context_chars))
-        return anchor, " ".join(p for p in pieces if p)
+        raw = text[start:end]
+        context = _words_before(before, self._context_chars)
+        if context and (before[-1:].isspace() or raw[:1].isspace()):
+            context += " "
+        context += anchor
+        rest = _words_after(after, self._context_chars)
+        if rest and context and (raw[-1:].isspace() or after[:1].isspace()):
+            context += " "
+        return anchor, context + rest

@@ -2,7 +2,8 @@
 
 Sources, each recorded in ``source_tag``: ``<a href>``, ``<area href>``,
 ``<frame src>`` and ``<iframe src>`` (followed like anchors: BeeBot follows
-frames as part of the site, since a frameset page has no content of its own),
+frames as part of the site, since a frameset page has no content of its own)
+and the links of a frameset's ``<noframes>`` fallback,
 ``<link rel=canonical|next|prev|alternate>`` (``link:<rel>``; not alternate
 stylesheets), ``<meta http-equiv=refresh>`` (``meta:refresh``) and, given by
 the caller, the HTTP ``Link`` header (``header:<rel>``).
@@ -18,10 +19,11 @@ then normalised with :func:`libs.common.urls.normalize_url`. Each link is classe
   the raw reference is kept (capped) with the normaliser's reason code.
 
 Links are deduplicated by normalised URL (bad links by raw reference). The
-first occurrence fixes the position; anchor and context come from the first
-occurrence that has an anchor; the source tag is the most link-like one seen
-(``a`` over ``area`` over frames over ``meta:refresh`` over ``link:*`` over
-``header:*``); a link is ``nofollow`` only if every occurrence is. A link's
+first occurrence fixes the position; the source tag is the most link-like one
+seen (``a`` over ``area`` over frames over ``meta:refresh`` over ``link:*`` over
+``header:*``), and anchor and context come from the most link-like occurrence
+that has an anchor (the first of equals); a link is ``nofollow`` only if every
+occurrence is. A link's
 ``nofollow`` includes the page's robots meta tag (reported on its own as well).
 At most ``max_links`` distinct links are kept (``truncated`` says more existed).
 """
@@ -194,9 +196,10 @@ class _Collector:
         entry = self.entries.get(key)
         if entry is not None:
             entry.nofollow = entry.nofollow and nofollow
-            if _rank(tag) < _rank(entry.source_tag):
+            better = _rank(tag) < _rank(entry.source_tag)
+            if better:
                 entry.source_tag = tag
-            if entry.anchor or (element is None and not anchor):
+            if (entry.anchor and not better) or (element is None and not anchor):
                 return True
         elif len(self.entries) >= self.options.max_links:
             self.truncated = True
@@ -204,8 +207,9 @@ class _Collector:
         context = ""
         if element is not None and self.texts is not None:
             anchor, context = self.texts.of(element)
-        if entry is not None:  # an earlier occurrence without anchor: this one's text wins
-            entry.anchor, entry.context = anchor, context
+        if entry is not None:  # no anchor yet, or a more link-like occurrence: its text wins
+            if anchor:
+                entry.anchor, entry.context = anchor, context
         elif domain:
             link_class: LinkClass = "internal" if domain == self.page_domain else "external"
             self.entries[key] = ExtractedLink(value, anchor, link_class, "", nofollow, context, tag)
@@ -254,7 +258,7 @@ def _scan(root: Any, options: LinkOptions) -> _Scan:
     references = found.references
     robots_names = ("robots", options.robots_agent.strip().lower())
     limit = options.max_anchor_length
-    for element in root.iter("a", "area", "link", "frame", "iframe", "meta", "base"):
+    for element in root.iter("a", "area", "link", "frame", "iframe", "meta", "base", "noframes"):
         tag = element.tag
         if tag == "a":
             href = element.get("href")
@@ -285,6 +289,11 @@ def _scan(root: Any, options: LinkOptions) -> _Scan:
         elif tag == "base":
             if found.base_href is None:
                 found.base_href = element.get("href")  # only the first <base href> counts, as in browsers
+        elif tag == "noframes":  # raw text to the parser, as in browsers: its links are parsed apart
+            text = element.text
+            fallback = parse_html(text) if text and "<" in text else None
+            if fallback is not None:
+                references.extend(_scan(fallback, options).references)
         else:  # frame, iframe
             src = element.get("src")
             if src is not None:

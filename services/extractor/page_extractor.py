@@ -23,7 +23,7 @@ from typing import Any
 from libs.common.errors import PoisonMessage
 from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, normalize_url, normalized_host
 from libs.common.wire import messages as pb
-from services.extractor.charset import decode_html
+from services.extractor.charset import decode_html, looks_binary
 from services.extractor.content import PageContent, content_fingerprint, content_from_tree
 from services.extractor.html_tree import parse_html
 from services.extractor.link_header import parse_link_header
@@ -134,6 +134,7 @@ class _Page:
     final_url: str
     charset: str
     root: Any  # the parsed tree (None when there was nothing to parse)
+    binary: bool = False  # served as HTML, but binary data: no text, no links
     link_set: PageLinkSet | None = None
     content: PageContent | None = None
 
@@ -152,6 +153,8 @@ def _prepare(result: pb.FetchResult, options: ExtractionOptions) -> _Page:
         except InvalidUrl as exc:
             log.warning("redirect target %r of %s is not crawlable (%s)", result.final_url[:200], page_url, exc.reason)
     body = decode_body(result, options.max_html_bytes)
+    if looks_binary(body):
+        return _Page(result, page_url, final_url, "", None, binary=True)
     content_type = next(iter(_headers(result, "content-type")), result.content_type)
     html, charset = decode_html(body, content_type or None)
     return _Page(result, page_url, final_url, charset, parse_html(html))
@@ -167,6 +170,9 @@ def _read_links(page: _Page, options: ExtractionOptions) -> None:
 
 def _read_content(page: _Page, options: ExtractionOptions) -> None:
     result = page.result
+    if page.binary:
+        page.content = PageContent("", "", "", "", 0, "not_html:binary_body", result.truncated)
+        return
     page.content = content_from_tree(
         page.root,
         page.final_url,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.extractor.charset import decode_html
+from services.extractor.charset import decode_html, looks_binary
 
 FRENCH = (
     "Le cœur déçu mais l'âme plutôt naïve, Louÿs rêva de crapaüter en canoë au delà des îles, "
@@ -120,6 +120,17 @@ def test_never_raises(body: bytes, header: str | None) -> None:
 
 def test_short_western_text_under_a_wrong_declaration_is_read_as_windows_1252() -> None:
     """The detector ties windows-1252 with -1250 and -1257 on short French: the web's commonest wins."""
-    body = "<html><body><p>Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e, na\u00efve fa\u00e7ade.</p></body></html>".encode("cp1252")
+    text = "Caf\u00e9 cr\u00e8me br\u00fbl\u00e9e, na\u00efve fa\u00e7ade."
+    body = f"<html><body><p>{text}</p></body></html>".encode("cp1252")
     text, encoding = decode_html(body, "text/html; charset=utf-8")
     assert (encoding, "crème brûlée" in text) == ("cp1252", True)
+
+
+def test_binary_bodies_are_recognised() -> None:
+    rng = random.Random(11)
+    assert looks_binary(bytes(rng.randrange(256) for _ in range(5000)))
+    assert looks_binary(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01")
+    assert not looks_binary(_page("plain").encode("utf-8"))
+    assert not looks_binary(b"<html><body>a stray \x00 NUL and \x01 in damaged markup" + b" text" * 300)
+    assert not looks_binary(codecs.BOM_UTF16_LE + "<html>x</html>".encode("utf-16-le"))
+    assert not looks_binary(b"")

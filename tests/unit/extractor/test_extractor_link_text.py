@@ -16,7 +16,7 @@ def _texts(html: str, anchor_limit: int = 256, context_chars: int = 40) -> list[
 
 def test_anchor_includes_image_alt_and_skips_scripts() -> None:
     html = '<p>See <a href="/x">the <b>bold</b> <img src="i.png" alt="chart"><script>x()</script> here</a>.</p>'
-    assert _texts(html) == [("the bold chart here", "See the bold chart here .")]
+    assert _texts(html) == [("the bold chart here", "See the bold chart here.")]
 
 
 def test_context_stops_at_blocks_and_line_breaks() -> None:
