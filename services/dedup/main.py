@@ -17,6 +17,8 @@ from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
 from libs.common.topics import DOCUMENTS
 from services.dedup.handler import DedupHandler
+from services.dedup.judge import DuplicateJudge
+from services.dedup.near_store import NearDuplicateIndex
 from services.dedup.settings import DedupSettings
 from services.dedup.store import ExactFingerprintIndex
 
@@ -31,17 +33,32 @@ async def build(env: Mapping[str, str]) -> Service:
     await asyncio.to_thread(apply_migrations, database.dsn, "dedup", MIGRATIONS)
     db = Database(database, "dedup")
     producer = TopicProducer(kafka, "dedup")
+    judge = DuplicateJudge(settings.shape, settings.threshold)
+    near = NearDuplicateIndex(db, judge)
     consumer = TopicConsumer(
         kafka,
         service="dedup",
         group_id=settings.group_id,
         topics=[DOCUMENTS],
-        handler=DedupHandler(ExactFingerprintIndex(db), producer),
+        handler=DedupHandler(ExactFingerprintIndex(db), near, judge, producer),
         producer=producer,
         concurrency=1,
         batch_size=settings.batch_size,
     )
-    return Service("dedup", GrpcServer(runtime.grpc_address), components=[db, producer, consumer])
+    return Service("dedup", GrpcServer(runtime.grpc_address), components=[db, ShapeCheck(near), producer, consumer])
+
+
+class ShapeCheck:
+    """Checks, once the pool is open, that the stored index was built with the configured sketch shape."""
+
+    def __init__(self, near: NearDuplicateIndex) -> None:
+        self._near = near
+
+    async def start(self) -> None:
+        await self._near.check_shape()
+
+    async def stop(self) -> None:
+        return None
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from libs.common.db.migrations import apply_migrations
+from libs.common.db.migrations import apply_migrations, discover
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from services.dedup.index import Claim, FingerprintIndex
@@ -28,7 +28,7 @@ async def index(fresh_db: str) -> AsyncIterator[FingerprintIndex]:
 
 
 def test_migrations_apply_to_an_empty_database_and_are_idempotent(fresh_db: str) -> None:
-    assert apply_migrations(fresh_db, "dedup", MIGRATIONS) == [1]
+    assert apply_migrations(fresh_db, "dedup", MIGRATIONS) == [m.version for m in discover(MIGRATIONS)]
     assert apply_migrations(fresh_db, "dedup", MIGRATIONS) == []
 
 

@@ -55,7 +55,8 @@ def _produce(bootstrap: str, topic: str, messages: list[tuple[str, bytes]]) -> N
         assert producer.flush(10) == 0
 
 
-def _doc(url: str, fingerprint: str, text: str = "some text") -> tuple[str, bytes]:
+def _doc(url: str, fingerprint: str, text: str = "") -> tuple[str, bytes]:
+    text = text or f"the text whose fingerprint is {fingerprint}"
     doc = pb.Document(url=url, host="a.test", text=text, content_fingerprint=fingerprint)
     return fingerprint, doc.SerializeToString()
 
@@ -108,6 +109,7 @@ async def test_first_copy_is_unique_later_copies_duplicate_and_redelivery_is_sta
     assert (copy.duplicate, copy.duplicate_of, copy.similarity, copy.content_fingerprint) == (
         True, first, 1.0, "fp-x")
     assert [(v.duplicate, v.similarity) for v in by_key[url_key(other)]] == [(False, 0.0), (False, 0.0)]
+    assert copy.kind == pb.DUPLICATE_KIND_EXACT
     assert all(v.decided_at_ms > 0 for _k, v in seen)
 
 
@@ -131,3 +133,23 @@ async def test_poison_documents_are_dead_lettered_and_good_ones_still_judged(
     finally:
         letters.close()
         verdicts.close()
+
+
+async def test_a_near_copy_names_the_first_copy(dedup: tuple[Service, str], kafka_bootstrap: str) -> None:
+    from libs.simweb.words import TextSpec, paragraphs
+
+    _service, prefix = dedup
+    article = "\n".join(paragraphs(TextSpec(seed=5, paragraphs=5)))
+    verdicts = TopicReader(kafka_bootstrap, prefix, DUPLICATE_VERDICTS)
+    try:
+        _produce(kafka_bootstrap, prefix + DOCUMENTS.name, [_doc("http://a.test/story", "fp-1", article)])
+        [(_key, original)] = await verdicts.wait_for(1)
+        _produce(kafka_bootstrap, prefix + DOCUMENTS.name, [
+            _doc("http://b.test/copy", "fp-2", article.replace(" the ", " a ", 1))])
+        seen = await verdicts.wait_for(2)
+    finally:
+        verdicts.close()
+    copy = seen[1][1]
+    assert (original.duplicate, original.kind, original.simhash != 0) == (False, pb.DUPLICATE_KIND_UNSPECIFIED, True)
+    assert (copy.duplicate, copy.duplicate_of, copy.kind) == (True, "http://a.test/story", pb.DUPLICATE_KIND_NEAR)
+    assert 0.5 <= copy.similarity < 1.0
