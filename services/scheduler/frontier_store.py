@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
+
+from psycopg import AsyncConnection
 
 from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
@@ -32,6 +35,8 @@ class NewUrl:
     depth: int
     source: str = "link"
     discovered_from: str = ""  # the page it was found on, when known: credited to a crawl goal
+    path_key: str = ""  # the linkbase's trap signal: the URL's path and that path's penalty
+    path_penalty: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,25 @@ def _found_on(rows: Sequence[NewUrl], admitted: set[int]) -> dict[int, tuple[str
     return found
 
 
+async def _reweigh_paths(conn: AsyncConnection[Any], rows: Sequence[NewUrl]) -> None:
+    """The trap signal: a path's newest penalty re-weighs the priority of its URLs still to fetch.
+
+    Priority is always importance x (1 - path_penalty); a new penalty p' replaces p by scaling
+    the priority by (1 - p') / (1 - p). Penalties stay below 1 (the handler clamps them).
+    """
+    latest = {r.path_key: r.path_penalty for r in rows if r.path_key}
+    if not latest:
+        return
+    paths = sorted(latest)
+    await conn.execute(
+        "UPDATE scheduler.frontier AS f"
+        " SET priority = f.priority * (1 - v.penalty) / (1 - f.path_penalty), path_penalty = v.penalty"
+        " FROM unnest(%s::text[], %s::float8[]) AS v(path, penalty)"
+        " WHERE f.path_key = v.path AND f.path_penalty <> v.penalty AND f.status IN ('queued', 'known')",
+        (paths, [latest[p] for p in paths]),
+    )
+
+
 class FrontierStore:
     def __init__(self, db: Database, partitions: int) -> None:
         self._db = db
@@ -112,13 +136,15 @@ class FrontierStore:
                 (hosts, [partition_for(h, self._partitions) for h in hosts]),
             )
             cur = await conn.execute(
-                "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, depth, source)"
-                " SELECT fp, url, host, 'queued', depth, source"
-                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[])"
-                "   AS t(fp, url, host, depth, source)"
+                "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, depth, source, path_key, path_penalty)"
+                " SELECT fp, url, host, 'queued', depth, source, NULLIF(path, ''), penalty"
+                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[])"
+                "   AS t(fp, url, host, depth, source, path, penalty)"
                 " ORDER BY fp"
                 " ON CONFLICT (url_fp) DO UPDATE SET status = 'queued', depth = excluded.depth,"
-                "   source = excluded.source, discovered_at = now()"
+                "   source = excluded.source, discovered_at = now(), path_key = excluded.path_key,"
+                "   path_penalty = excluded.path_penalty,"
+                "   priority = f.priority * (1 - excluded.path_penalty) / (1 - f.path_penalty)"
                 " WHERE f.status = 'known'"
                 " RETURNING f.url_fp",
                 (
@@ -127,9 +153,12 @@ class FrontierStore:
                     [r.host for r in rows],
                     [r.depth for r in rows],
                     [r.source for r in rows],
+                    [r.path_key for r in rows],
+                    [r.path_penalty for r in rows],
                 ),
             )
             admitted = {int(r[0]) for r in await cur.fetchall()}
+            await _reweigh_paths(conn, rows)
             await arm_store.credit_discoveries(conn, _found_on(rows, admitted))
             return len(admitted)
 
@@ -143,7 +172,7 @@ class FrontierStore:
                 "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, priority)"
                 " SELECT fp, url, host, 'known', pr"
                 " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[]) AS t(fp, url, host, pr)"
-                " ON CONFLICT (url_fp) DO UPDATE SET priority = excluded.priority",
+                " ON CONFLICT (url_fp) DO UPDATE SET priority = excluded.priority * (1 - f.path_penalty)",
                 ([r.url_fp for r in vals], [r.url for r in vals], [r.host for r in vals], [r.priority for r in vals]),
             )
 

@@ -24,6 +24,11 @@ _SOURCES = {
 }
 
 
+# The linkbase's trap penalty multiplies priorities by 1 - penalty; kept below 1 so that a
+# penalty can be replaced later (see frontier_store._reweigh_paths).
+MAX_PATH_PENALTY = 0.99
+
+
 def frontier_status(outcome: pb.FetchOutcome) -> str:
     """The frontier status a fetch outcome leads to ('retry' means: again later, if attempts remain)."""
     status = outcome.status
@@ -67,7 +72,8 @@ class SchedulerHandler:
             if record.topic is DISCOVERED_URLS:
                 url, host, fp = _checked(msg.url)
                 new.append(NewUrl(fp, url, host, max(0, msg.depth), _SOURCES.get(msg.source, "link"),
-                                  discovered_from=msg.discovered_from))
+                                  discovered_from=msg.discovered_from, path_key=msg.path_key[:300],
+                                  path_penalty=min(max(msg.path_penalty, 0.0), MAX_PATH_PENALTY)))
             elif record.topic is IMPORTANCE_UPDATES:
                 url, host, fp = _checked(msg.url)
                 priorities.append(Priority(fp, url, host, float(msg.cash)))
