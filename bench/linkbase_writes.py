@@ -83,13 +83,14 @@ _HOST = (
 _PAGE = """
 INSERT INTO linkbase.urls AS u (url_fp, url, host_id, depth, fetched, fetched_at, announce_state)
 VALUES (%s, %s, %s, %s, true, to_timestamp(%s / 1000.0), 2)
-ON CONFLICT (url_fp) DO UPDATE SET fetched = true, announce_state = 2,
+ON CONFLICT (host_id, url_fp) DO UPDATE SET fetched = true, announce_state = 2,
     depth = LEAST(u.depth, excluded.depth), fetched_at = GREATEST(u.fetched_at, excluded.fetched_at)
 """
 _TARGET = """
-INSERT INTO linkbase.urls AS u (url_fp, url, host_id, depth, discovered_from_fp, announce_state)
-VALUES (%s, %s, %s, %s, %s, 1)
-ON CONFLICT (url_fp) DO UPDATE SET
+INSERT INTO linkbase.urls AS u (url_fp, url, host_id, depth, discovered_from_host_id, discovered_from_fp,
+                                announce_state)
+VALUES (%s, %s, %s, %s, %s, %s, 1)
+ON CONFLICT (host_id, url_fp) DO UPDATE SET
     depth = LEAST(u.depth, excluded.depth),
     discovered_from_fp = CASE WHEN excluded.depth < u.depth THEN excluded.discovered_from_fp
                               ELSE u.discovered_from_fp END,
@@ -97,9 +98,9 @@ ON CONFLICT (url_fp) DO UPDATE SET
 WHERE excluded.depth < u.depth OR u.depth IS NULL OR excluded.announce_state > u.announce_state
 """
 _LINK = """
-INSERT INTO linkbase.links AS l (source_fp, target_fp, anchor, link_class, nofollow)
-VALUES (%s, %s, %s, %s, %s)
-ON CONFLICT (source_fp, target_fp) DO UPDATE SET
+INSERT INTO linkbase.links AS l (source_host_id, source_fp, target_fp, target_host_id, anchor, link_class, nofollow)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (source_host_id, source_fp, target_fp) DO UPDATE SET
     anchor = excluded.anchor, link_class = excluded.link_class, nofollow = excluded.nofollow
 WHERE (l.anchor, l.link_class, l.nofollow) IS DISTINCT FROM (excluded.anchor, excluded.link_class, excluded.nofollow)
 """
@@ -119,8 +120,10 @@ async def write_row_by_row(db: Database, records: list[Record[Any]]) -> None:
                 if target.host_id not in hosts:
                     hosts.add(target.host_id)
                     await conn.execute(_HOST, (target.host_id, target.host, registered_domain(target.host)))
-                await conn.execute(_TARGET, (target.fp, target.url, target.host_id, msg.depth + 1, page.fp))
-                await conn.execute(_LINK, (page.fp, target.fp, link.anchor, link.link_class, link.nofollow))
+                await conn.execute(_TARGET, (target.fp, target.url, target.host_id, msg.depth + 1, page.host_id,
+                                             page.fp))
+                await conn.execute(_LINK, (page.host_id, page.fp, target.fp, target.host_id, link.anchor,
+                                           link.link_class, link.nofollow))
 
 
 async def write_batched(db: Database, records: list[Record[Any]]) -> None:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import mmh3
 
 from libs.common.errors import PoisonMessage
-from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint
+from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
 
 ANCHOR_LIMIT = 500
@@ -79,12 +79,28 @@ class UrlRef:
         return (self.host_id, self.fp)
 
 
+def _host_of(normalized: str) -> str:
+    """The host of a URL in normal form, as ``urlsplit(...).hostname`` gives it (no port, no brackets)."""
+    authority = normalized.partition("://")[2]
+    for stop in "/?#":
+        authority = authority.partition(stop)[0]
+    authority = authority.rpartition("@")[2]
+    if authority.startswith("["):
+        return authority[1 : authority.find("]")]
+    return authority.partition(":")[0]
+
+
 @functools.lru_cache(maxsize=200_000)
 def resolve(url: str) -> UrlRef:
-    """Normalises ``url`` (raising InvalidUrl); cached, since navigation links repeat on every page."""
+    """Normalises ``url`` (raising InvalidUrl); cached, since navigation links repeat on every page.
+
+    The URL is normalised once: its fingerprint is :func:`~libs.common.urls.url_fingerprint`'s
+    hash taken of the normal form directly (``url_fingerprint`` would normalise it again).
+    """
     normalized = normalize_url(url)
-    host = urlsplit(normalized).hostname or ""
-    return UrlRef(url_fingerprint(normalized), normalized, host, host_id(host))
+    host = _host_of(normalized)
+    fp: int = mmh3.hash64(normalized.encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
+    return UrlRef(fp, normalized, host, host_id(host))
 
 
 def resolve_required(url: str, what: str) -> UrlRef:

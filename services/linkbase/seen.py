@@ -16,9 +16,12 @@ from services.linkbase.rows import UrlRef
 
 Conn = AsyncConnection[Any]
 
-_SEEN = """
-SELECT u.url_fp FROM unnest(%s::bigint[], %s::bigint[]) AS k(host_id, url_fp)
-JOIN linkbase.urls AS u ON u.host_id = k.host_id AND u.url_fp = k.url_fp
+# LATERAL ... LIMIT 1: one primary-key probe per URL, whatever the planner thinks of the batch's size
+# (a plain join of a large batch may be planned as a hash join over a scan of every partition).
+SEEN_SQL = """
+SELECT k.url_fp FROM unnest(%s::bigint[], %s::bigint[]) AS k(host_id, url_fp)
+CROSS JOIN LATERAL (SELECT 1 FROM linkbase.urls AS u WHERE u.host_id = k.host_id AND u.url_fp = k.url_fp
+                    LIMIT 1) AS hit
 """
 
 _MARK_FETCHED = """
@@ -48,7 +51,7 @@ async def seen(conn: Conn, refs: Sequence[UrlRef]) -> set[int]:
     if not refs:
         return set()
     keys = sorted({r.key for r in refs})
-    cur = await conn.execute(_SEEN, ([k[0] for k in keys], [k[1] for k in keys]))
+    cur = await conn.execute(SEEN_SQL, ([k[0] for k in keys], [k[1] for k in keys]))
     return {fp for (fp,) in await cur.fetchall()}
 
 

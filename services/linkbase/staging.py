@@ -28,19 +28,25 @@ class Stage:
         cols = ", ".join(f"{name} {kind}" for name, kind in self.columns)
         return f"CREATE TEMP TABLE IF NOT EXISTS {self.name} ({cols}) ON COMMIT DELETE ROWS"
 
-    @property
-    def copy_sql(self) -> str:
-        return f"COPY {self.name} ({', '.join(name for name, _ in self.columns)}) FROM STDIN (FORMAT BINARY)"
+    def copy_sql(self, table: str | None = None) -> str:
+        columns = ", ".join(name for name, _ in self.columns)
+        return f"COPY {table or self.name} ({columns}) FROM STDIN (FORMAT BINARY)"
 
     @property
     def types(self) -> list[str]:
         return [kind for _, kind in self.columns]
 
 
-async def copy_rows(conn: AsyncConnection[Any], stage: Stage, rows: Iterable[Sequence[Any]]) -> None:
-    """Creates ``stage`` in this session if needed and copies ``rows`` into it (binary COPY)."""
-    await conn.execute(stage.ddl, prepare=False)
-    async with conn.cursor() as cur, cur.copy(stage.copy_sql) as copy:
+async def copy_rows(
+    conn: AsyncConnection[Any], stage: Stage, rows: Iterable[Sequence[Any]], *, into: str | None = None
+) -> None:
+    """Copies ``rows`` into ``stage`` (created in this session if needed), or straight into table ``into``.
+
+    Straight in is for rows that cannot conflict with stored ones (COPY has no ``ON CONFLICT``).
+    """
+    if into is None:
+        await conn.execute(stage.ddl, prepare=False)
+    async with conn.cursor() as cur, cur.copy(stage.copy_sql(into)) as copy:
         copy.set_types(stage.types)
         for row in rows:
             await copy.write_row(row)

@@ -169,11 +169,18 @@ class LinkStore:
             before = await self._replace_stale(conn, recrawled, {(r.source.fp, r.target.fp) for r in links},
                                                {(r.source_fp, r.href_hash) for r in bad})
         await self._budget.count(conn, await self._merge_targets(conn, budgeted.targets))
-        if links:
+        # A page fetched for the first time has no stored out-links (links are only stored with
+        # the page's own fetch, which marks it fetched): its links go straight in with COPY.
+        fresh = [r for r in links if r.source.fp in first_time]
+        known = [r for r in links if r.source.fp not in first_time]
+        for rows, into in ((fresh, "linkbase.links"), (known, None)):
+            if not rows:
+                continue
             await staging.copy_rows(conn, staging.LINKS, (
                 (r.source.host_id, r.source.fp, r.target.fp, r.target.host_id, r.anchor, r.context, r.link_class,
-                 r.nofollow) for r in links))
-            await conn.execute(_MERGE_LINKS)
+                 r.nofollow) for r in rows), into=into)
+            if into is None:
+                await conn.execute(_MERGE_LINKS)
         if bad:
             await staging.copy_rows(conn, staging.BAD_LINKS, (
                 (r.source_host_id, r.source_fp, r.href_hash, r.href, r.reason, r.anchor) for r in bad))

@@ -101,3 +101,12 @@ def test_success_means_a_body_was_delivered() -> None:
     assert _outcome("http://a.test/p", pb.FETCH_STATUS_OK).succeeded
     assert _outcome("http://a.test/p", pb.FETCH_STATUS_TOO_LARGE).succeeded
     assert not _outcome("http://a.test/p", pb.FETCH_STATUS_REDIRECT).succeeded
+
+
+def test_resolve_agrees_with_the_shared_fingerprint_and_host() -> None:
+    from libs.common.urls import url_host
+
+    for raw in ("http://Example.com/a?b=1#f", "https://user:pw@h.test:8443/x/../y", "http://[::1]:8080/p",
+                "http://192.168.0.1/", "http://xn--bcher-kva.test/?q", "HTTPS://a.test"):
+        ref = resolve(raw)
+        assert (ref.fp, ref.host) == (url_fingerprint(raw), url_host(raw)), raw

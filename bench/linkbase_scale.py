@@ -1,0 +1,289 @@
+"""Link base at scale: insert rate and "seen" checks with 1 million and then 10 million links stored.
+
+One throwaway PostgreSQL (durable unless ``--fast``), one migrated database. The stored
+graph is bulk-loaded (COPY with the indexes dropped, then rebuilt: only the preload takes
+this shortcut) in two steps, to ``--small`` and then to ``--large`` links, with the shape a
+crawl leaves: 20,000 hosts, 50 links per fetched page, half of them to the host's 25
+navigation pages and half to URLs seen nowhere else. At each size it measures, through the
+service's own code:
+
+- inserts: ``build_batch`` + ``LinkStore.write`` of fresh page-links batches (``--pages``
+  pages of 50 links each; the pages are stored, never-fetched URLs; half of their links go
+  to URLs already stored, half to new ones), links per second; also the store's write alone
+  (the database side, without normalising the batch's URLs);
+- seen checks: :func:`services.linkbase.seen.seen` on batches of 10,000 URLs, half stored
+  and half not, URL checks per second (the plan is printed: primary-key index probes).
+
+The baseline is the same measurement at the smaller size, in the same run; the figure to
+read is how each rate holds up from the small to the large graph.
+
+    .venv/bin/python -m bench.linkbase_scale [--small 1000000 --large 10000000] [--fast] [--json]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import statistics
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import mmh3
+import psycopg
+
+from bench.harness import REPO, add_postgres_options, base_parser, fresh_database, machine, throwaway_postgres
+from libs.common.db.migrations import apply_migrations
+from libs.common.db.pool import Database
+from libs.common.db.settings import DatabaseSettings
+from libs.common.kafka.consumer import Record
+from libs.common.topics import PAGE_LINKS
+from libs.common.wire import messages as pb
+from services.linkbase.batch import build_batch
+from services.linkbase.rows import UrlRef, host_id, resolve
+from services.linkbase.seen import (
+    SEEN_SQL,  # the query the service runs
+    seen,
+)
+from services.linkbase.store import LinkStore
+
+MIGRATIONS = REPO / "services" / "linkbase" / "migrations"
+HOSTS = 20_000
+NAV = 25
+LINKS_PER_PAGE = 50
+SEEN_BATCH = 10_000
+FETCHED_AT_MS = 1_700_000_000_000
+
+# Indexes dropped during the bulk preload and rebuilt after it (names from migration 0003).
+_DROP = [
+    "ALTER TABLE linkbase.links DROP CONSTRAINT links_pk",
+    "DROP INDEX linkbase.links_to_target",
+    "ALTER TABLE linkbase.urls DROP CONSTRAINT urls_pk",
+]
+_REBUILD = [
+    "ALTER TABLE linkbase.urls ADD CONSTRAINT urls_pk PRIMARY KEY (host_id, url_fp)",
+    "ALTER TABLE linkbase.links ADD CONSTRAINT links_pk PRIMARY KEY (source_host_id, source_fp, target_fp)",
+    "CREATE INDEX links_to_target ON linkbase.links (target_fp, source_fp)",
+    "ANALYZE linkbase.urls",
+    "ANALYZE linkbase.links",
+]
+
+
+def _fp(url: str) -> int:
+    """The URL fingerprint of an already normalised URL (what url_fingerprint computes for it)."""
+    value: int = mmh3.hash64(url.encode(), seed=0, signed=True)[0]
+    return value
+
+
+def host_name(h: int) -> str:
+    return f"h{h}.test"
+
+
+def page_url(h: int, page: int) -> str:
+    return f"http://{host_name(h)}/p/{page}"
+
+
+def nav_url(h: int, i: int) -> str:
+    return f"http://{host_name(h)}/nav/{i}"
+
+
+def new_url(h: int, page: int, i: int) -> str:
+    return f"http://{host_name(h)}/a/{page}/{i}"
+
+
+def stored_graph(first_page: int, pages: int) -> Iterator[tuple[int, int, list[int]]]:
+    """Pages ``first_page`` .. of the stored graph: (host, page number, target fingerprints)."""
+    for n in range(first_page, first_page + pages):
+        h = n % HOSTS
+        targets = [_fp(nav_url(h, i)) for i in range(NAV)]
+        targets += [_fp(new_url(h, n, i)) for i in range(LINKS_PER_PAGE - NAV)]
+        yield h, n, targets
+
+
+def bulk_load(dsn: str, first_page: int, pages: int) -> float:
+    """Adds ``pages`` fetched pages and their links and targets; returns the seconds it took."""
+    started = time.perf_counter()
+    hids = [host_id(host_name(h)) for h in range(HOSTS)]
+    with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn, autocommit=True) as second:
+        for statement in _DROP:
+            conn.execute(statement.encode())
+        if first_page == 0:
+            with conn.cursor().copy("COPY linkbase.hosts (host_id, host, registered_domain) FROM STDIN") as copy:
+                for h in range(HOSTS):
+                    copy.write_row((hids[h], host_name(h), host_name(h)))
+            with conn.cursor().copy(
+                "COPY linkbase.urls (host_id, url_fp, url, depth, announce_state) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
+                copy.set_types(["int8", "int8", "text", "int4", "int2"])
+                for h in range(HOSTS):
+                    for i in range(NAV):
+                        copy.write_row((hids[h], _fp(nav_url(h, i)), nav_url(h, i), 1, 2))
+        with conn.cursor().copy(
+            "COPY linkbase.urls (host_id, url_fp, url, depth, announce_state, fetched, links_at) FROM STDIN"
+            " (FORMAT BINARY)"
+        ) as urls, second.cursor().copy(  # one COPY at a time per connection: links go through a second one
+            "COPY linkbase.links (source_host_id, source_fp, target_fp, target_host_id, anchor, link_class)"
+            " FROM STDIN (FORMAT BINARY)"
+        ) as links:
+            urls.set_types(["int8", "int8", "text", "int4", "int2", "bool", "timestamptz"])
+            links.set_types(["int8", "int8", "int8", "int8", "text", "int2"])
+            fetched = dt.datetime.fromtimestamp(FETCHED_AT_MS / 1000, tz=dt.UTC)
+            for h, n, targets in stored_graph(first_page, pages):
+                hid, source = hids[h], _fp(page_url(h, n))
+                urls.write_row((hid, source, page_url(h, n), 1, 2, True, fetched))
+                for i in range(NAV, LINKS_PER_PAGE):
+                    urls.write_row((hid, targets[i], new_url(h, n, i - NAV), 2, 2, False, None))
+                for target in targets:
+                    links.write_row((hid, source, target, hid, "", 1))
+        for statement in _REBUILD:
+            conn.execute(statement.encode())
+    return time.perf_counter() - started
+
+
+def insert_batches(first_page: int, batches: int, pages: int) -> list[list[Record[Any]]]:
+    """Fresh page-links batches: the first new target of stored pages ``first_page`` .. (stored, never
+    fetched) is fetched; half of its links go to URLs already stored, half to new ones."""
+    out: list[list[Record[Any]]] = []
+    n = first_page
+    for _ in range(batches):
+        records: list[Record[Any]] = []
+        for p in range(pages):
+            h = n % HOSTS
+            url = new_url(h, n, 0)
+            targets = [nav_url(h, i) for i in range(NAV)]
+            targets += [f"http://{host_name(h)}/fresh/{n}/{i}" for i in range(LINKS_PER_PAGE - NAV)]
+            links = [pb.Link(url=t, anchor="a", link_class=pb.LINK_CLASS_INTERNAL) for t in targets]
+            records.append(Record(PAGE_LINKS, 0, p, "", pb.PageLinks(url=url, depth=2, links=links,
+                                                                     fetched_at_ms=FETCHED_AT_MS), 0, None, None))
+            n += 1
+        out.append(records)
+    return out
+
+
+def seen_batches(stored_pages: int, batches: int, salt: int) -> list[list[UrlRef]]:
+    """Batches of URLs to check, half stored (pages and their new targets), half never seen."""
+    out: list[list[UrlRef]] = []
+    step = max(1, stored_pages // (batches * SEEN_BATCH))
+    n = salt % step
+    for b in range(batches):
+        refs: list[UrlRef] = []
+        for i in range(SEEN_BATCH // 2):
+            h = n % HOSTS
+            refs.append(resolve(page_url(h, n) if i % 2 else new_url(h, n, 3)))
+            refs.append(resolve(f"http://{host_name(h)}/never/{salt}/{b}/{i}"))
+            n = (n + step) % stored_pages
+        out.append(refs)
+    return out
+
+
+async def measure_at(dsn: str, stored_pages: int, insert_rounds: int, pages: int, seen_rounds: int) -> dict[str, Any]:
+    db = Database(DatabaseSettings(dsn=dsn, pool_max=2), "bench-scale")
+    await db.start()
+    try:
+        store = LinkStore(db)
+        rates: list[float] = []
+        write_rates: list[float] = []
+        first = stored_pages - (insert_rounds + 1) * pages
+        warm, *timed = insert_batches(first, insert_rounds + 1, pages)
+        await store.write(build_batch(warm))  # untimed: first connection, plans, caches
+        for records in timed:
+            resolve.cache_clear()
+            links = sum(len(r.value.links) for r in records)
+            started = time.perf_counter()
+            batch = build_batch(records)
+            built = time.perf_counter()
+            await store.write(batch)
+            done = time.perf_counter()
+            rates.append(links / (done - started))
+            write_rates.append(links / (done - built))
+            print(f"  {stored_pages * LINKS_PER_PAGE:,} stored: insert {rates[-1]:,.0f} links/s"
+                  f" (store alone {write_rates[-1]:,.0f})", file=sys.stderr)
+        checks: list[float] = []
+        found = 0
+        async with db.connection() as conn:
+            for refs in seen_batches(stored_pages, seen_rounds + 1, stored_pages)[:1]:
+                await seen(conn, refs)  # untimed warm-up
+            for refs in seen_batches(stored_pages, seen_rounds, stored_pages + 7):
+                started = time.perf_counter()
+                known = await seen(conn, refs)
+                checks.append(len(refs) / (time.perf_counter() - started))
+                found += len(known)
+            cur = await conn.execute(b"EXPLAIN " + SEEN_SQL.encode(), ([r.host_id for r in refs], [r.fp for r in refs]))
+            plan = [row[0] for row in await cur.fetchall()]
+            cur = await conn.execute(
+                "SELECT (SELECT count(*) FROM linkbase.links), (SELECT count(*) FROM linkbase.urls)")
+            row = await cur.fetchone()
+            assert row is not None
+    finally:
+        await db.stop()
+    return {
+        "stored_links": int(row[0]),
+        "stored_urls": int(row[1]),
+        "insert_links_per_s": {"median": statistics.median(rates), "min": min(rates), "max": max(rates),
+                               "batches": len(rates)},
+        "store_write_links_per_s": {"median": statistics.median(write_rates), "min": min(write_rates),
+                                    "max": max(write_rates)},
+        "seen_checks_per_s": {"median": statistics.median(checks), "min": min(checks), "max": max(checks),
+                              "batches": len(checks), "found_share": found / (len(checks) * SEEN_BATCH)},
+        "seen_plan_uses_index": any("Index" in line for line in plan) and not any("Seq Scan" in line for line in plan),
+    }
+
+
+async def run(small: int, large: int, rounds: int, pages: int, seen_rounds: int, fast: bool) -> dict[str, Any]:
+    small_pages, large_pages = small // LINKS_PER_PAGE, large // LINKS_PER_PAGE
+    results: dict[str, Any] = {"benchmark": "linkbase_scale", "workload": {
+        "hosts": HOSTS, "links_per_page": LINKS_PER_PAGE, "insert_batches": rounds, "pages_per_batch": pages,
+        "seen_batch": SEEN_BATCH, "postgres": "fsync off" if fast else "durable (fsync on)"}, "sizes": []}
+    with throwaway_postgres(fast) as server, fresh_database(server, "bench_linkbase_scale") as dsn:
+        apply_migrations(dsn, "linkbase", MIGRATIONS)
+        loaded = 0
+        for target in (small_pages, large_pages):
+            seconds = await asyncio.to_thread(bulk_load, dsn, loaded, target - loaded)
+            print(f"  preloaded {target * LINKS_PER_PAGE:,} links in {seconds:.0f} s", file=sys.stderr)
+            loaded = target
+            figures = await measure_at(dsn, loaded, rounds, pages, seen_rounds)
+            results["sizes"].append({"preload_seconds": round(seconds, 1), **figures})
+    first, last = results["sizes"][0], results["sizes"][-1]
+    results["insert_ratio_large_to_small"] = (last["insert_links_per_s"]["median"]
+                                              / first["insert_links_per_s"]["median"])
+    results["seen_ratio_large_to_small"] = last["seen_checks_per_s"]["median"] / first["seen_checks_per_s"]["median"]
+    results["machine"] = machine()
+    return results
+
+
+def print_table(results: dict[str, Any]) -> None:
+    print("linkbase_scale: inserts and seen checks as the stored graph grows (medians; baseline: the smaller graph)")
+    print(f"  workload: {', '.join(f'{k}={v}' for k, v in results['workload'].items())}")
+    print(f"  {'stored links':>14}  {'stored URLs':>12}  {'insert links/s':>15}  {'store alone':>12}"
+          f"  {'seen checks/s':>14}  index plan")
+    for size in results["sizes"]:
+        inserts, checks = size["insert_links_per_s"]["median"], size["seen_checks_per_s"]["median"]
+        alone = size["store_write_links_per_s"]["median"]
+        print(f"  {size['stored_links']:>14,}  {size['stored_urls']:>12,}  {inserts:>15,.0f}  {alone:>12,.0f}"
+              f"  {checks:>14,.0f}  {'yes' if size['seen_plan_uses_index'] else 'NO'}")
+    print(f"  large / small: inserts {results['insert_ratio_large_to_small']:.2f}x, "
+          f"seen checks {results['seen_ratio_large_to_small']:.2f}x")
+    info = results["machine"]
+    print(f"  machine: {info['cpus']} cpus, Python {info['python']}, load {info['load_average_1m_at_end']}")
+
+
+def main() -> None:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--small", type=int, default=1_000_000, help="Links stored at the first measurement.")
+    parser.add_argument("--large", type=int, default=10_000_000, help="Links stored at the second measurement.")
+    parser.add_argument("--rounds", type=int, default=5, help="Timed insert batches at each size.")
+    parser.add_argument("--pages", type=int, default=500, help="Pages (of 50 links) per insert batch.")
+    parser.add_argument("--seen-rounds", type=int, default=20, help="Timed seen-check batches at each size.")
+    add_postgres_options(parser)
+    args = parser.parse_args()
+    results = asyncio.run(run(args.small, args.large, args.rounds, args.pages, args.seen_rounds, args.fast))
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        print_table(results)
+
+
+if __name__ == "__main__":
+    main()
