@@ -123,6 +123,18 @@ class InvalidUrl(ValueError):
         self.url = url
 
 
+@functools.lru_cache(maxsize=64)
+def _param_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    exact = frozenset(p.lower() for p in patterns if not p.endswith("*"))
+    prefixes = tuple(p[:-1].lower() for p in patterns if p.endswith("*"))
+
+    def matches(name: str) -> bool:
+        lowered = name.lower()
+        return lowered in exact or (bool(prefixes) and lowered.startswith(prefixes))
+
+    return matches
+
+
 @dataclass(frozen=True)
 class UrlPolicy:
     """The configurable part of normalisation.
@@ -136,9 +148,21 @@ class UrlPolicy:
     max_length: int = _DEFAULT_MAX_LENGTH
     allowed_schemes: tuple[str, ...] = ("http", "https")
 
+    def __post_init__(self) -> None:
+        # Computed once: a policy is hashed (cache keys) and asked about parameters per URL.
+        object.__setattr__(self, "_matcher", _param_matcher(self.strip_params))
+        object.__setattr__(
+            self, "_hash", hash((self.strip_params, self.sort_query, self.max_length, self.allowed_schemes))
+        )
+
+    def __hash__(self) -> int:
+        value: int = self.__dict__["_hash"]
+        return value
+
     def strips(self, name: str) -> bool:
         """Whether the (percent-decoded) parameter ``name`` is removed by this policy."""
-        return _param_matcher(self.strip_params)(name)
+        matches: Callable[[str], bool] = self.__dict__["_matcher"]
+        return matches(name)
 
 
 DEFAULT_POLICY = UrlPolicy()
@@ -166,18 +190,6 @@ class UrlSettings:
         if self.max_length < 16:
             raise ValueError(f"TRAWL_URL_MAX_LENGTH={self.max_length} is too small for any URL")
         return UrlPolicy(self.strip_params, self.sort_query, self.max_length)
-
-
-@functools.lru_cache(maxsize=64)
-def _param_matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
-    exact = frozenset(p.lower() for p in patterns if not p.endswith("*"))
-    prefixes = tuple(p[:-1].lower() for p in patterns if p.endswith("*"))
-
-    def matches(name: str) -> bool:
-        lowered = name.lower()
-        return lowered in exact or (bool(prefixes) and lowered.startswith(prefixes))
-
-    return matches
 
 
 def _clean(raw: str) -> str:

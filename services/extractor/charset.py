@@ -43,7 +43,7 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
 # WHATWG MIME sniffing's "binary data bytes": control characters no text format uses.
-_BINARY_BYTES_RE = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_BINARY_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
 _BINARY_SNIFF_BYTES = 1445
 _HEADER_CHARSET_RE = re.compile(r"""charset\s*=\s*["']?\s*([^\s;"',]+)""", re.IGNORECASE)
 _META_CHARSET_RE = re.compile(
@@ -147,7 +147,8 @@ def looks_binary(body: bytes) -> bool:
     if any(body.startswith(bom) for bom, _codec in _BOMS):
         return False
     head = body[:_BINARY_SNIFF_BYTES]
-    return len(_BINARY_BYTES_RE.findall(head)) > max(2, len(head) // 100)
+    binary_bytes = len(head) - len(head.translate(None, _BINARY_BYTES))
+    return binary_bytes > max(2, len(head) // 100)
 
 
 def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]:

@@ -113,16 +113,19 @@ def _apply_traps(links: list[ExtractedLink], rules: TrapRules, year: int, link_d
 
 
 def _link_message(link: ExtractedLink) -> pb.Link:
-    return pb.Link(
+    message = pb.Link(
         url=link.url,
         anchor=link.anchor,
         link_class=LINK_CLASS[link.link_class],
-        bad_reason=link.bad_reason,
-        nofollow=link.nofollow,
         context=link.context,
         source_tag=link.source_tag,
-        trap_rule=link.trap_rule,
     )
+    if link.link_class == "bad":  # the rarer fields, set only when they carry something
+        message.bad_reason = link.bad_reason
+        message.trap_rule = link.trap_rule
+    if link.nofollow:
+        message.nofollow = True
+    return message
 
 
 @dataclass
