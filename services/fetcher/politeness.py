@@ -22,6 +22,13 @@ Only the head waiter of each host sleeps until ``t_e``, so the event loop's
 timer heap plays the part of Mercator's heap of back queues. Every wait is
 bounded by ``max_wait``: a caller that would wait longer gets
 :class:`PolitenessTimeoutError` instead of being stuck.
+
+When a host moves to another fetcher (its Kafka partition is revoked),
+:meth:`HostPoliteness.release` refuses its waiters with
+:class:`HostReleasedError`, gives requests on the wire a grace period and then
+cuts them short (work run through :meth:`HostSlot.guard`), so that nothing is
+sent to the host from here once it returns. :meth:`HostPoliteness.hold_until`
+keeps a host waiting that was just taken over (see ``handoff.py``).
 """
 
 from __future__ import annotations
@@ -29,121 +36,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable
 
 from services.fetcher.clock import Clock
+from services.fetcher.host_slot import HostSlot, HostState, Waiter
+from services.fetcher.politeness_types import (
+    HostParkedError,
+    HostReleasedError,
+    ParkedHost,
+    PolitenessRefusedError,
+    PolitenessStats,
+    PolitenessTimeoutError,
+)
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "HostParkedError",
     "HostPoliteness",
+    "HostReleasedError",
     "HostSlot",
     "ParkedHost",
     "PolitenessRefusedError",
     "PolitenessStats",
     "PolitenessTimeoutError",
 ]
-
-
-class PolitenessRefusedError(Exception):
-    """A request to ``host`` was refused; ``retry_at`` is the clock time worth trying again."""
-
-    def __init__(self, host: str, reason: str, retry_at: float) -> None:
-        super().__init__(f"{host}: {reason}")
-        self.host = host
-        self.reason = reason
-        self.retry_at = retry_at
-
-
-class HostParkedError(PolitenessRefusedError):
-    """The host is parked after too many consecutive failures."""
-
-
-class PolitenessTimeoutError(PolitenessRefusedError):
-    """The host would not be free within ``max_wait``."""
-
-
-@dataclass(frozen=True)
-class ParkedHost:
-    """A host refusing requests until ``until`` (clock time), and why."""
-
-    host: str
-    until: float
-    reason: str
-    consecutive_failures: int
-
-
-@dataclass
-class PolitenessStats:
-    """Counters for metrics."""
-
-    granted: int = 0
-    refused_parked: int = 0
-    refused_timeout: int = 0
-    failures: int = 0
-    parked: int = 0
-    wait_seconds: float = 0.0
-
-
-class _Waiter:
-    __slots__ = ("event",)
-
-    def __init__(self) -> None:
-        self.event = asyncio.Event()
-
-
-@dataclass
-class _HostState:
-    next_allowed_at: float = 0.0
-    in_flight: int = 0
-    waiters: deque[_Waiter] = field(default_factory=deque)
-    consecutive_failures: int = 0
-    parked_until: float = 0.0
-    park_reason: str = ""
-    last_fetch_end: float | None = None
-
-    def idle(self, now: float) -> bool:
-        return (
-            self.in_flight == 0
-            and not self.waiters
-            and self.consecutive_failures == 0
-            and self.next_allowed_at <= now
-            and self.parked_until <= now
-        )
-
-
-class HostSlot:
-    """The right to send one request to ``host``; report the outcome with :meth:`record`."""
-
-    def __init__(
-        self,
-        owner: HostPoliteness,
-        host: str,
-        state: _HostState,
-        crawl_delay: float | None,
-        granted_at: float,
-        waited: float,
-    ) -> None:
-        self._owner = owner
-        self._state = state
-        self.host = host
-        self.crawl_delay = crawl_delay
-        self.granted_at = granted_at
-        self.waited = waited
-        self.recorded = False
-
-    def record(self, response_seconds: float, status: int, retry_after: float | None, error: bool) -> None:
-        """Report the finished request: its duration, HTTP status (0 if none), Retry-After, network error.
-
-        The end of the response is taken to be now. Only the first call counts.
-        """
-        if self.recorded:
-            return
-        self.recorded = True
-        self._owner._record(self, self._state, max(0.0, response_seconds), status, retry_after, error)
 
 
 class HostPoliteness:
@@ -186,7 +103,7 @@ class HostPoliteness:
         self._max_wait = max_wait
         self._max_hosts = max_hosts
         self._prune_at = max_hosts
-        self._hosts: dict[str, _HostState] = {}
+        self._hosts: dict[str, HostState] = {}
         self.stats = PolitenessStats()
 
     def __len__(self) -> int:
@@ -215,13 +132,17 @@ class HostPoliteness:
         self.stats.granted += 1
         self.stats.wait_seconds += granted_at - started
         slot = HostSlot(self, key, state, crawl_delay, granted_at, granted_at - started)
+        state.holders.add(slot)
         try:
             yield slot
         finally:
             state.in_flight -= 1
+            state.holders.discard(slot)
             if not slot.recorded:
                 end = self._clock.now()
                 state.next_allowed_at = max(state.next_allowed_at, end + self._gap(crawl_delay, 0.0))
+            if state.in_flight == 0 and state.drained is not None:
+                state.drained.set()
             self._notify_head(state)
 
     def next_allowed_at(self, host: str) -> float:
@@ -246,6 +167,66 @@ class HostPoliteness:
         if state.last_fetch_end is None or last_fetch_end > state.last_fetch_end:
             state.last_fetch_end = last_fetch_end
         self._notify_head(state)
+
+    def hold_until(self, host: str, when: float, *, last_fetch_end: float | None = None) -> None:
+        """Let no request start to ``host`` before ``when`` (clock time); never makes the host less strict.
+
+        ``last_fetch_end``, if given, is when its last request is taken to have
+        ended (a Crawl-delay learned later is counted from there).
+        """
+        state = self._state_for(host.lower())
+        state.next_allowed_at = max(state.next_allowed_at, when)
+        if last_fetch_end is not None and (state.last_fetch_end is None or last_fetch_end > state.last_fetch_end):
+            state.last_fetch_end = last_fetch_end
+
+    async def release(self, hosts: Iterable[str], grace: float) -> None:
+        """Give ``hosts`` up: refuse their waiters now, cut requests on the wire short after ``grace`` seconds.
+
+        Returns once none of them has a request in flight here. Until
+        :meth:`claim`, new requests to them are refused with :class:`HostReleasedError`.
+        """
+        busy: list[HostState] = []
+        for host in hosts:
+            state = self._state_for(host.lower())
+            state.released = True
+            self._notify_all(state)
+            if state.in_flight:
+                state.drained = asyncio.Event()
+                busy.append(state)
+        if not busy:
+            return
+        if not await self._drained(busy, grace):
+            for state in busy:
+                for slot in list(state.holders):
+                    slot.abort()
+            await self._drained(busy, None)
+
+    def claim(self, host: str) -> None:
+        """Take ``host`` (back) on: requests to it are no longer refused as released."""
+        state = self._hosts.get(host.lower())
+        if state is not None and state.released:
+            state.released = False
+            state.drained = None
+
+    def released(self, host: str) -> bool:
+        """Whether ``host`` was released and not claimed since."""
+        state = self._hosts.get(host.lower())
+        return state is not None and state.released
+
+    async def _drained(self, states: list[HostState], timeout: float | None) -> bool:
+        """Wait until nothing is in flight to any of ``states`` (at most ``timeout`` on the clock)."""
+        events = [state.drained for state in states if state.in_flight and state.drained is not None]
+        if not events:
+            return True
+        waits = asyncio.ensure_future(asyncio.gather(*(event.wait() for event in events)))
+        timer = asyncio.ensure_future(self._clock.sleep(timeout)) if timeout is not None else None
+        try:
+            await asyncio.wait([w for w in (waits, timer) if w is not None], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            waits.cancel()
+        return all(state.in_flight == 0 for state in states)
 
     def parked_hosts(self) -> list[ParkedHost]:
         """Hosts parked right now, soonest release first."""
@@ -279,12 +260,12 @@ class HostPoliteness:
         robots = min(crawl_delay, self._max_crawl_delay) if crawl_delay is not None else 0.0
         return max(self._min_delay, robots, self._response_time_factor * response_seconds)
 
-    def _state_for(self, key: str) -> _HostState:
+    def _state_for(self, key: str) -> HostState:
         state = self._hosts.get(key)
         if state is None:
             if len(self._hosts) >= self._prune_at:
                 self._prune()
-            state = self._hosts[key] = _HostState()
+            state = self._hosts[key] = HostState()
         return state
 
     def _prune(self) -> None:
@@ -294,27 +275,30 @@ class HostPoliteness:
         # Scan again only after the table has grown well past what is left.
         self._prune_at = max(self._max_hosts, 2 * len(self._hosts))
 
-    def _check_parked(self, key: str, state: _HostState, now: float) -> None:
+    def _check_refused(self, key: str, state: HostState, now: float) -> None:
+        if state.released:
+            self.stats.refused_released += 1
+            raise HostReleasedError(key, "released to another fetcher", max(now, state.next_allowed_at))
         if state.parked_until > now:
             self.stats.refused_parked += 1
             raise HostParkedError(key, f"parked: {state.park_reason}", state.parked_until)
 
-    async def _acquire(self, key: str, state: _HostState, max_wait: float) -> None:
+    async def _acquire(self, key: str, state: HostState, max_wait: float) -> None:
         now = self._clock.now()
-        self._check_parked(key, state, now)
+        self._check_refused(key, state, now)
         if state.next_allowed_at - now > max_wait:
             self.stats.refused_timeout += 1
             raise PolitenessTimeoutError(
                 key, f"not free for {state.next_allowed_at - now:.1f}s, over max_wait", state.next_allowed_at
             )
         deadline = now + max_wait
-        waiter = _Waiter()
+        waiter = Waiter()
         state.waiters.append(waiter)
         granted = False
         try:
             while True:
                 now = self._clock.now()
-                self._check_parked(key, state, now)
+                self._check_refused(key, state, now)
                 if state.waiters[0] is waiter and state.in_flight < self._max_in_flight:
                     if now >= state.next_allowed_at:
                         state.waiters.popleft()
@@ -339,7 +323,7 @@ class HostPoliteness:
                 if was_head:
                     self._notify_head(state)
 
-    async def _wait(self, waiter: _Waiter, timeout: float) -> None:
+    async def _wait(self, waiter: Waiter, timeout: float) -> None:
         """Sleep on the clock for ``timeout`` seconds or until ``waiter`` is notified."""
         sleeper = asyncio.ensure_future(self._clock.sleep(timeout))
         notified = asyncio.ensure_future(waiter.event.wait())
@@ -351,19 +335,28 @@ class HostPoliteness:
         waiter.event.clear()
 
     @staticmethod
-    def _notify_head(state: _HostState) -> None:
+    def _notify_head(state: HostState) -> None:
         if state.waiters:
             state.waiters[0].event.set()
 
     @staticmethod
-    def _notify_all(state: _HostState) -> None:
+    def _notify_all(state: HostState) -> None:
         for waiter in state.waiters:
             waiter.event.set()
+
+    def _record_cut_short(self, slot: HostSlot, state: HostState) -> None:
+        """A request cut short by a release: it lasted until now, neither success nor failure."""
+        slot.recorded = True
+        self.stats.aborted_released += 1
+        now = self._clock.now()
+        state.last_fetch_end = now
+        gap = self._gap(slot.crawl_delay, max(0.0, now - slot.granted_at))
+        state.next_allowed_at = max(state.next_allowed_at, now + gap)
 
     def _record(
         self,
         slot: HostSlot,
-        state: _HostState,
+        state: HostState,
         response_seconds: float,
         status: int,
         retry_after: float | None,
