@@ -1,24 +1,36 @@
 """The fetcher's HTTP client: bounded GETs that never raise for network problems.
 
 :class:`HttpFetcher` owns one :class:`aiohttp.ClientSession`. It follows
-redirects itself so that every hop can be checked (robots.txt) before it is
-requested, reads bodies in chunks up to a byte cap (decoded bytes, so
-compressed bombs stay bounded too), and turns every network or protocol
-failure into an :class:`~services.fetcher.http_response.HttpResponse` with
-``status == 0`` and an ``error`` code.
+redirects itself so that every hop can be checked (robots.txt, the SSRF guard)
+before it is requested, reads and decodes bodies itself within a byte cap and
+a minimum rate (:mod:`services.fetcher.body_reader`), hands every exchange as
+sent and received to an optional observer (the WARC writer), and turns every
+network or protocol failure into an
+:class:`~services.fetcher.http_response.HttpResponse` with ``status == 0`` and
+an ``error`` code.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 
 import aiohttp
+from aiohttp.abc import AbstractResolver
 from yarl import URL
 
+from services.fetcher.address_guard import (
+    ERROR_BLOCKED_ADDRESS,
+    AddressPolicy,
+    BlockedAddressError,
+    GuardedResolver,
+    TargetGuard,
+)
+from services.fetcher.body_reader import ACCEPT_ENCODING, ERROR_SLOW_BODY, Body, BodyLimits, BodyReader
 from services.fetcher.clock import Clock, SystemClock
 from services.fetcher.host_resolver import StaticHostResolver, validate_host_map
 from services.fetcher.http_response import (
@@ -29,6 +41,7 @@ from services.fetcher.http_response import (
     ERROR_REDIRECT_LOOP,
     ERROR_TIMEOUT,
     ERROR_TOO_MANY_REDIRECTS,
+    HttpExchange,
     HttpResponse,
     media_type,
     parse_retry_after,
@@ -36,7 +49,7 @@ from services.fetcher.http_response import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_ACCEPT_TYPES", "AllowFn", "HttpFetcher", "is_fetchable_url"]
+__all__ = ["DEFAULT_ACCEPT_TYPES", "AllowFn", "ExchangeObserver", "HttpFetcher", "is_fetchable_url"]
 
 DEFAULT_ACCEPT_TYPES: tuple[str, ...] = (
     "text/html",
@@ -51,6 +64,8 @@ _MAX_DETAIL = 200
 
 AllowFn = Callable[[str], Awaitable[bool]]
 """Asked before each redirect hop is requested; False stops the fetch."""
+ExchangeObserver = Callable[[HttpExchange], Awaitable[None]]
+"""Told about every response received (redirect hops and cut bodies included); may wait (backpressure)."""
 
 
 def is_fetchable_url(url: URL) -> bool:
@@ -68,6 +83,7 @@ class _Hop:
     truncated: bool
     content_type: str
     retry_after: float | None
+    error: str = ""
 
 
 class HttpFetcher:
@@ -98,6 +114,11 @@ class HttpFetcher:
         connection_limit: int = 100,
         connection_limit_per_host: int = 0,
         chunk_size: int = 64 * 1024,
+        min_bytes_per_second: float = 0.0,
+        rate_grace: float = 5.0,
+        address_policy: AddressPolicy | None = None,
+        proxy_unresolved: bool = True,
+        observer: ExchangeObserver | None = None,
         clock: Clock | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
@@ -114,11 +135,15 @@ class HttpFetcher:
         self._accept_prefixes = tuple(t.lower()[:-1] for t in accept_types if t.endswith("/*"))
         self._connection_limit = connection_limit
         self._connection_limit_per_host = connection_limit_per_host
-        self._chunk_size = chunk_size
+        self._limits = BodyLimits(max_body_bytes, min_bytes_per_second, rate_grace, chunk_size)
+        self._address_policy = address_policy
+        self._proxy_unresolved = proxy_unresolved
+        self._observer = observer
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._wall_clock = wall_clock
         self._session: aiohttp.ClientSession | None = None
         self._resolver: StaticHostResolver | None = None
+        self._guard: TargetGuard | None = None
         validate_host_map(self._host_map)
 
     @property
@@ -131,28 +156,49 @@ class HttpFetcher:
         if self._session is not None:
             return
         self._resolver = StaticHostResolver(self._host_map)
+        resolver: AbstractResolver = self._resolver
+        if self._address_policy is not None:
+            exempt = [self._proxy.raw_host] if self._proxy is not None and self._proxy.raw_host else []
+            resolver = GuardedResolver(self._resolver, self._address_policy, exempt)
+            self._guard = TargetGuard(
+                self._address_policy,
+                self._resolver if self._proxy is not None else None,
+                proxy_unresolved=self._proxy_unresolved,
+            )
         connector = aiohttp.TCPConnector(
             limit=self._connection_limit,
             limit_per_host=self._connection_limit_per_host,
-            resolver=self._resolver,
+            resolver=resolver,
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
             cookie_jar=aiohttp.DummyCookieJar(),
-            headers={"User-Agent": self._user_agent, "Accept": _ACCEPT_HEADER},
+            headers={"User-Agent": self._user_agent, "Accept": _ACCEPT_HEADER, "Accept-Encoding": ACCEPT_ENCODING},
             trust_env=False,
-            auto_decompress=True,
+            auto_decompress=False,
         )
 
     async def stop(self) -> None:
         """Close the connection pool; in-flight fetches fail with a connection error."""
         session, self._session = self._session, None
         resolver, self._resolver = self._resolver, None
+        self._guard = None
         if session is not None:
             await session.close()
         if resolver is not None:  # the connector does not close a resolver it was given
             await resolver.close()
+
+    async def resolve_address(self, host: str) -> str | None:
+        """The first address ``host`` resolves to here (host map or DNS), or None."""
+        resolver = self._resolver
+        if resolver is None:
+            return None
+        try:
+            results = await resolver.resolve(host, 0, socket.AF_UNSPEC)
+        except OSError:
+            return None
+        return str(results[0]["host"]) if results else None
 
     def accepts(self, content_type: str) -> bool:
         """Whether a body of media type ``content_type`` is kept (``""`` counts as accepted)."""
@@ -198,6 +244,8 @@ class HttpFetcher:
             if isinstance(hop_or_error, str):
                 return _failure(url, str(current), hop_or_error, chain, elapsed)
             hop = hop_or_error
+            if hop.error:
+                return _failure(url, str(current), hop.error, chain, elapsed)
             location = _header(hop.headers, "location")
             if hop.status not in REDIRECT_STATUSES or location is None:
                 return HttpResponse(
@@ -236,17 +284,24 @@ class HttpFetcher:
             return ERROR_TIMEOUT
         if session.closed:
             return "client_error:stopped"
+        if self._guard is not None:
+            refusal = await self._guard.check(url.raw_host or "")
+            if refusal is not None:
+                return refusal
+        sent_at = self._wall_clock()
         try:
             async with (
                 asyncio.timeout(budget),
                 session.get(url, allow_redirects=False, proxy=self._proxy) as response,
             ):
-                return await self._read(response, accept_all)
+                return await self._read(response, accept_all, sent_at)
         except aiohttp.ConnectionTimeoutError:
             return ERROR_CONNECT_TIMEOUT
         except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError) as exc:
             return f"proxy_error:{_describe(exc)}"
         except aiohttp.ClientConnectorDNSError as exc:
+            if isinstance(exc.os_error, BlockedAddressError):
+                return f"{ERROR_BLOCKED_ADDRESS}:{_describe(exc.os_error)}"
             return f"dns_error:{_describe(exc)}"
         except aiohttp.ClientSSLError as exc:
             return f"connect_error:tls:{_describe(exc)}"
@@ -266,33 +321,52 @@ class HttpFetcher:
             logger.debug("request to %s failed", url, exc_info=True)
             return f"client_error:{_describe(exc)}"
 
-    async def _read(self, response: aiohttp.ClientResponse, accept_all: bool) -> _Hop:
+    async def _read(self, response: aiohttp.ClientResponse, accept_all: bool, started: float) -> _Hop:
         headers = [(str(k), str(v)) for k, v in response.headers.items()]
         content_type = media_type(response.headers.get("Content-Type"))
         retry_after = parse_retry_after(
             response.headers.get("Retry-After"), response.headers.get("Date"), self._wall_clock()
         )
-        body = b""
-        truncated = False
-        wants_body = response.status not in REDIRECT_STATUSES or "Location" not in response.headers
-        if wants_body and (accept_all or self.accepts(content_type)):
-            body, truncated = await self._read_capped(response)
-        if truncated or not response.content.at_eof():
+        body = Body(b"", b"", False)
+        cut = "length"
+        if accept_all or self.accepts(content_type):
+            reader = BodyReader(response.headers.get("Content-Encoding", ""), self._limits)
+            try:
+                body = await reader.read(response.content)
+            except Exception:
+                await self._observe(response, started, bytes(reader.raw), "disconnect")
+                raise
+            cut = "time" if body.error == ERROR_SLOW_BODY else "length" if body.truncated else ""
+        if body.truncated or body.error or not response.content.at_eof():
             response.close()  # drop the connection instead of draining an unread body
-        return _Hop(response.status, headers, body, truncated, content_type, retry_after)
+        await self._observe(response, started, body.raw, cut)
+        return _Hop(response.status, headers, body.decoded, body.truncated, content_type, retry_after, body.error)
 
-    async def _read_capped(self, response: aiohttp.ClientResponse) -> tuple[bytes, bool]:
-        """Read at most ``max_body_bytes`` decoded bytes; True if more were available."""
-        cap = self._max_body_bytes
-        buffer = bytearray()
-        while True:
-            chunk = await response.content.read(min(self._chunk_size, cap + 1 - len(buffer)))
-            if not chunk:
-                return bytes(buffer), False
-            buffer += chunk
-            if len(buffer) > cap:
-                del buffer[cap:]
-                return bytes(buffer), True
+    async def _observe(self, response: aiohttp.ClientResponse, started: float, raw: bytes, truncated: str) -> None:
+        if self._observer is None:
+            return
+        info = response.request_info
+        remote = ""
+        if self._proxy is None and response.connection is not None and response.connection.transport is not None:
+            peer = response.connection.transport.get_extra_info("peername")
+            remote = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        exchange = HttpExchange(
+            url=str(response.url),
+            method=info.method,
+            request_headers=[(str(k), str(v)) for k, v in info.headers.items()],
+            started_at=started,
+            status=response.status,
+            reason=response.reason or "",
+            http_version=f"{response.version.major}.{response.version.minor}" if response.version else "1.1",
+            headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.raw_headers],
+            raw_body=raw,
+            truncated=truncated,
+            remote_address=remote,
+        )
+        try:
+            await self._observer(exchange)
+        except Exception:
+            logger.exception("exchange observer failed for %s", exchange.url)
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:

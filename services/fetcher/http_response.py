@@ -24,8 +24,10 @@ __all__ = [
     "ERROR_TIMEOUT",
     "ERROR_TOO_MANY_REDIRECTS",
     "NETWORK_ERROR_PREFIXES",
+    "HttpExchange",
     "HttpResponse",
     "header_value",
+    "header_values",
     "media_type",
     "parse_retry_after",
 ]
@@ -48,6 +50,7 @@ NETWORK_ERROR_PREFIXES = (
     "payload_error",
     "protocol_error",
     "client_error",
+    "slow_body",
 )
 
 # Retry-After values beyond this are treated as this (one day).
@@ -93,6 +96,34 @@ class HttpResponse:
         """The first value of header ``name`` (case-insensitive), or None."""
         return header_value(self.headers, name)
 
+    def joined_header(self, name: str) -> str:
+        """Every value of header ``name``, joined with ``", "`` (``""`` if absent)."""
+        return ", ".join(header_values(self.headers, name))
+
+
+@dataclass(frozen=True)
+class HttpExchange:
+    """One request and the response it got, as sent and received: what a WARC archive records.
+
+    ``raw_body`` is the body as received (content coding kept, transfer coding
+    removed), possibly cut: ``truncated`` is ``""`` or the WARC-Truncated reason
+    (``length``: over the cap or a type whose body is not kept; ``time``: too
+    slow; ``disconnect``: the connection broke).
+    """
+
+    url: str
+    method: str
+    request_headers: Sequence[tuple[str, str]]
+    started_at: float
+    """Unix time at which the request was sent."""
+    status: int
+    reason: str
+    http_version: str
+    headers: Sequence[tuple[str, str]]
+    raw_body: bytes
+    truncated: str = ""
+    remote_address: str = ""
+
 
 def header_value(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     """The first value of header ``name`` in ``headers`` (case-insensitive), or None."""
@@ -101,6 +132,12 @@ def header_value(headers: Sequence[tuple[str, str]], name: str) -> str | None:
         if key.lower() == wanted:
             return value
     return None
+
+
+def header_values(headers: Sequence[tuple[str, str]], name: str) -> list[str]:
+    """Every value of header ``name`` in ``headers`` (case-insensitive), in order."""
+    wanted = name.lower()
+    return [value for key, value in headers if key.lower() == wanted]
 
 
 def media_type(content_type_header: str | None) -> str:

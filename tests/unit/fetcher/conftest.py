@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -123,3 +124,28 @@ async def make_fetcher() -> AsyncIterator[FetcherFactory]:
     yield build
     for fetcher in fetchers:
         await fetcher.stop()
+
+
+@pytest.fixture
+async def forward_proxy(serve: ServeFn) -> AsyncIterator[tuple[LocalServer, dict[str, int]]]:
+    """A forward proxy that logs absolute-form requests and relays them to 127.0.0.1 by port."""
+    routes: dict[str, int] = {}  # host name -> local port
+    session = aiohttp.ClientSession()
+
+    async def relay(request: web.Request) -> web.Response:
+        target = request.url
+        port = routes.get(target.host or "")
+        if port is None:
+            return web.Response(status=502, text="unknown host")
+        local = target.with_host("127.0.0.1").with_port(port)
+        async with session.get(
+            local, headers={"Host": request.headers.get("Host", "")}, allow_redirects=False
+        ) as upstream:
+            body = await upstream.read()
+            return web.Response(status=upstream.status, body=body, content_type=upstream.content_type)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", relay)
+    proxy = await serve(app)
+    yield proxy, routes
+    await session.close()

@@ -7,9 +7,8 @@ import socket
 import time
 import tracemalloc
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
-import aiohttp
 import pytest
 from aiohttp import web
 
@@ -337,31 +336,6 @@ async def test_body_of_an_unaccepted_type_is_not_kept(serve, make_fetcher) -> No
     assert fetcher.accepts("text/html")
     assert not fetcher.accepts("application/pdf")
     assert fetcher.accepts("")
-
-
-@pytest.fixture
-async def forward_proxy(serve) -> AsyncIterator[tuple[object, dict[str, int]]]:
-    """A forward proxy that logs absolute-form requests and relays them to 127.0.0.1 by port."""
-    routes: dict[str, int] = {}  # host name -> local port
-    session = aiohttp.ClientSession()
-
-    async def relay(request: web.Request) -> web.Response:
-        target = request.url
-        port = routes.get(target.host or "")
-        if port is None:
-            return web.Response(status=502, text="unknown host")
-        local = target.with_host("127.0.0.1").with_port(port)
-        async with session.get(
-            local, headers={"Host": request.headers.get("Host", "")}, allow_redirects=False
-        ) as upstream:
-            body = await upstream.read()
-            return web.Response(status=upstream.status, body=body, content_type=upstream.content_type)
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", relay)
-    proxy = await serve(app)
-    yield proxy, routes
-    await session.close()
 
 
 async def test_every_request_goes_through_the_proxy(serve, text_app, make_fetcher, forward_proxy) -> None:
