@@ -28,7 +28,14 @@ from yarl import URL
 from services.fetcher.clock import Clock
 from services.fetcher.http_client import HttpFetcher, is_fetchable_url
 from services.fetcher.http_response import ERROR_DISALLOWED_REDIRECT, ERROR_INVALID_URL, HttpResponse
-from services.fetcher.politeness import HostParkedError, HostPoliteness, HostSlot, PolitenessTimeoutError
+from services.fetcher.politeness import (
+    HostParkedError,
+    HostPoliteness,
+    HostReleasedError,
+    HostSlot,
+    PolitenessTimeoutError,
+)
+from services.fetcher.politeness_keys import PolitenessKeys
 from services.fetcher.robots import FetchFn, RobotsCache, origin_of
 
 logger = logging.getLogger(__name__)
@@ -57,6 +64,7 @@ Outcome = Literal[
     "redirect_disallowed",
     "host_parked",
     "politeness_timeout",
+    "handed_over",
 ]
 
 _RETRYABLE_STATUSES = frozenset({408, 429})
@@ -67,7 +75,9 @@ class FetchAttempt:
     """The outcome of one :meth:`FetchCore.fetch`.
 
     ``response`` is None when no request for the URL was sent (invalid URL,
-    robots.txt disallows it, host parked or busy past ``max_wait``). For
+    robots.txt disallows it, host parked or busy past ``max_wait``) or when
+    the request was cut short because the host moved to another fetcher
+    (``handed_over``: the request is handed on, not answered). For
     ``unsupported_type`` the body is dropped. ``retryable`` says whether the
     same URL may succeed later (network errors, 5xx, 408, 429, robots.txt
     unreachable, host parked or busy); ``host_next_allowed_at`` is the clock
@@ -88,17 +98,23 @@ def record_response(slot: HostSlot, response: HttpResponse) -> None:
     slot.record(response.elapsed, response.status, response.retry_after, response.is_network_error)
 
 
-def polite_robots_fetch(http: HttpFetcher, politeness: HostPoliteness) -> FetchFn:
+def polite_robots_fetch(
+    http: HttpFetcher, politeness: HostPoliteness, keys: PolitenessKeys | None = None
+) -> FetchFn:
     """The robots.txt fetch for :class:`RobotsCache`: waits for the host's slot like any request.
 
     Raises the politeness errors (:class:`HostParkedError`,
-    :class:`PolitenessTimeoutError`) so that nothing is cached for them.
+    :class:`PolitenessTimeoutError`, :class:`HostReleasedError`) so that
+    nothing is cached for them.
     """
+    keys = keys if keys is not None else PolitenessKeys()
 
     async def fetch(url: str) -> HttpResponse:
-        host = URL(url).raw_host or ""
+        host = await keys.key(URL(url).raw_host or "")
         async with politeness.slot(host) as slot:
-            response = await http.fetch(url, max_redirects=ROBOTS_MAX_REDIRECTS, accept_all_types=True)
+            response = await slot.guard(
+                http.fetch(url, max_redirects=ROBOTS_MAX_REDIRECTS, accept_all_types=True)
+            )
             record_response(slot, response)
         return response
 
@@ -124,11 +140,19 @@ class FetchCore:
     slot could deadlock with a fetch redirecting the other way.
     """
 
-    def __init__(self, http: HttpFetcher, robots: RobotsCache, politeness: HostPoliteness, clock: Clock) -> None:
+    def __init__(
+        self,
+        http: HttpFetcher,
+        robots: RobotsCache,
+        politeness: HostPoliteness,
+        clock: Clock,
+        keys: PolitenessKeys | None = None,
+    ) -> None:
         self._http = http
         self._robots = robots
         self._politeness = politeness
         self._clock = clock
+        self._keys = keys if keys is not None else PolitenessKeys()
         self._direct_robots = direct_robots_fetch(http)
         self.outcomes: collections.Counter[str] = collections.Counter()
 
@@ -155,9 +179,12 @@ class FetchCore:
                     f"robots.txt {policy.kind} (status {policy.status}{', ' + policy.error if policy.error else ''})"
                 )
                 return self._result(url, host, "robots_disallowed", None, policy.temporary, detail)
-            async with self._politeness.slot(host, crawl_delay=policy.crawl_delay) as slot:
-                response = await self._http.fetch(url, allow=self._hop_allowed)
+            key = await self._keys.key(host)
+            async with self._politeness.slot(key, crawl_delay=policy.crawl_delay) as slot:
+                response = await slot.guard(self._http.fetch(url, allow=self._hop_allowed))
                 record_response(slot, response)
+        except HostReleasedError as exc:
+            return self._result(url, host, "handed_over", None, True, exc.reason)
         except HostParkedError as exc:
             return self._result(url, host, "host_parked", None, True, exc.reason)
         except PolitenessTimeoutError as exc:
@@ -197,4 +224,26 @@ class FetchCore:
     def _result(
         self, url: str, host: str, outcome: Outcome, response: HttpResponse | None, retryable: bool, detail: str
     ) -> FetchAttempt:
-        return FetchAttempt(url, outcome, response, retryable, self._politeness.next_allowed_at(host), detail)
+        next_allowed = self._politeness.next_allowed_at(self._keys.known_key(host))
+        return FetchAttempt(url, outcome, response, retryable, next_allowed, detail)
+
+    # Moving hosts between fetchers (see handoff.py) ------------------------------------------
+
+    async def release_hosts(self, hosts: list[str], grace: float) -> None:
+        """Stop serving ``hosts``: waiting requests end ``handed_over`` at once, requests on the
+        wire get ``grace`` seconds and are then cut short; returns when none is in flight."""
+        await self._politeness.release({self._keys.known_key(h) for h in hosts}, grace)
+
+    async def politeness_key(self, host: str) -> str:
+        """The key ``host``'s politeness is kept under (the host, or its address)."""
+        return await self._keys.key(host)
+
+    def take_key(self, key: str, not_before: float | None = None, last_fetch_end: float | None = None) -> None:
+        """Serve the hosts of politeness ``key`` (again); none of their requests starts before ``not_before``."""
+        self._politeness.claim(key)
+        if not_before is not None:
+            self._politeness.hold_until(key, not_before, last_fetch_end=last_fetch_end)
+
+    def next_allowed_at(self, host: str) -> float:
+        """Clock time at which a request to ``host`` may start."""
+        return self._politeness.next_allowed_at(self._keys.known_key(host))

@@ -130,7 +130,8 @@ class RobotsCache:
     ``fetch`` should follow up to five redirects, keep bodies of any content
     type, and respect the host's politeness. Exceptions it raises (for
     example a politeness refusal) reach every caller waiting on that fetch
-    and nothing is cached.
+    and nothing is cached. ``on_loaded`` is told about every policy fetched
+    (the sitemap reader uses it).
     """
 
     def __init__(
@@ -143,6 +144,7 @@ class RobotsCache:
         error_ttl: float = 600.0,
         max_bytes: int = 500 * 1024,
         max_entries: int = 100_000,
+        on_loaded: Callable[[RobotsPolicy], None] | None = None,
     ) -> None:
         if max_entries <= 0 or max_bytes <= 0:
             raise ValueError("max_entries and max_bytes must be positive")
@@ -153,6 +155,7 @@ class RobotsCache:
         self._error_ttl = error_ttl
         self._max_bytes = max_bytes
         self._max_entries = max_entries
+        self._on_loaded = on_loaded
         self._cache: OrderedDict[str, RobotsPolicy] = OrderedDict()
         self._pending: dict[str, asyncio.Task[RobotsPolicy]] = {}
         self.stats = RobotsStats()
@@ -243,6 +246,11 @@ class RobotsCache:
             raise
         policy = self._policy_from(origin, response)
         self._store(policy)
+        if self._on_loaded is not None:
+            try:
+                self._on_loaded(policy)
+            except Exception:
+                logger.exception("robots.txt observer failed for %s", origin)
         logger.debug(
             "robots.txt for %s: %s (status %s%s)",
             origin,
