@@ -1,4 +1,9 @@
-"""Consumes fetch results, produces documents (keyed by content fingerprint) and page links."""
+"""Consumes fetch results, produces documents (keyed by content fingerprint) and page links.
+
+A batch is extracted in one call (:func:`~services.extractor.page_extractor.extract_pages`,
+in a worker thread so that the event loop stays responsive) and sent only when every record
+in it could be extracted.
+"""
 
 from __future__ import annotations
 
@@ -38,13 +43,13 @@ class ExtractorHandler:
 
     async def __call__(self, records: list[Record[Any]]) -> None:
         results = await asyncio.to_thread(self._extract_all, records)
-        for record, result in zip(records, results, strict=True):
-            if isinstance(result, Exception):
-                if len(records) == 1:
-                    raise result
-                await self([record])  # alone, so that only this record is dead-lettered
-                continue
-            if result is None:
+        poison = next((result for result in results if isinstance(result, Exception)), None)
+        if poison is not None:
+            # Nothing is sent: the consumer splits the batch and hands the records over one by
+            # one, so the good ones are sent exactly once and only the poison is dead-lettered.
+            raise poison
+        for result in results:
+            if result is None or isinstance(result, Exception):
                 continue
             if result.document.extraction_error:
                 PAGES.labels("fallback").inc()

@@ -1,0 +1,123 @@
+"""The extractor service end to end on the real broker: fetch results in, documents and page links out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from libs.common.service import Service
+from libs.common.topics import DEAD_LETTERS, DOCUMENTS, FETCH_RESULTS, PAGE_LINKS, Topic
+from libs.common.urls import url_key
+from libs.common.wire import messages as pb
+from libs.localinfra import create_topics
+from services.extractor.main import build
+from tests.corpus.loader import load_corpus
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
+
+
+class TopicReader:
+    """Reads a whole topic from the beginning, without a consumer group."""
+
+    def __init__(self, bootstrap: str, prefix: str, topic: Topic) -> None:
+        self._consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": f"{prefix}reader", "enable.auto.commit": False}
+        )
+        self._consumer.assign(
+            [TopicPartition(prefix + topic.name, p, OFFSET_BEGINNING) for p in range(topic.partitions)]
+        )
+        self._type = topic.message_type
+        self.seen: list[tuple[str, Any]] = []
+
+    def _poll(self) -> None:
+        for msg in self._consumer.consume(500, 0.2):
+            if msg.error() is None:
+                value = self._type()
+                value.ParseFromString(msg.value() or b"")
+                self.seen.append(((msg.key() or b"").decode(), value))
+
+    async def wait_for(self, count: int, timeout: float = 30.0) -> list[tuple[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while len(self.seen) < count and time.monotonic() < deadline:
+            await asyncio.to_thread(self._poll)
+        return self.seen
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+@pytest.fixture
+async def extractor(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> AsyncIterator[tuple[Service, str]]:
+    prefix = unique_name("ex") + "."
+    topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, DEAD_LETTERS)
+    create_topics(kafka_bootstrap, [(prefix + t.name, t.partitions) for t in topics])
+    service = await build(
+        {
+            "TRAWL_KAFKA_BOOTSTRAP": kafka_bootstrap,
+            "TRAWL_TOPIC_PREFIX": prefix,
+            "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
+            "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+            "TRAWL_GRPC_ADDRESS": "127.0.0.1:0",
+            "TRAWL_EXTRACTOR_GROUP": unique_name("extractor"),
+            "TRAWL_URL_SORT_QUERY": "true",
+            "TRAWL_EXTRACTOR_LINK_CONTEXT_CHARS": "40",
+        }
+    )
+    await service.start()
+    try:
+        yield service, prefix
+    finally:
+        await service.stop()
+
+
+def _produce(bootstrap: str, topic: str, results: list[pb.FetchResult]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for result in results:
+        producer.produce(topic, key=result.host.encode(), value=result.SerializeToString())
+    assert producer.flush(10) == 0
+
+
+async def test_corpus_pages_become_documents_and_page_links(
+    extractor: tuple[Service, str], kafka_bootstrap: str
+) -> None:
+    _service, prefix = extractor
+    cases = load_corpus()
+    results = [case.fetch_result() for case in cases]
+    poison = pb.FetchResult(url="javascript:void(0)", host="x.test", status=pb.FETCH_STATUS_OK, body=b"<p>x</p>")
+    not_html = pb.FetchResult(
+        url="http://a.test/photo.jpg", host="a.test", status=pb.FETCH_STATUS_OK, content_type="image/jpeg"
+    )
+    _produce(kafka_bootstrap, prefix + FETCH_RESULTS.name, [*results, poison, not_html])
+
+    documents = TopicReader(kafka_bootstrap, prefix, DOCUMENTS)
+    page_links = TopicReader(kafka_bootstrap, prefix, PAGE_LINKS)
+    dead = TopicReader(kafka_bootstrap, prefix, DEAD_LETTERS)
+    try:
+        docs = await documents.wait_for(len(cases))
+        links = await page_links.wait_for(len(cases))
+        letters = await dead.wait_for(1)
+    finally:
+        for reader in (documents, page_links, dead):
+            reader.close()
+
+    assert len(docs) == len(links) == len(cases)
+    by_url = {msg.url: (key, msg) for key, msg in links}
+    assert all(key == url_key(url) for url, (key, _msg) in by_url.items())
+    assert all(key == (doc.content_fingerprint or url_key(doc.url)) for key, doc in docs)
+    [(_key, letter)] = letters
+    assert "invalid URL" in letter.error
+
+    _key, category = by_url["https://www.rheintaler-bote.example.de/lokales/?seite=2"]
+    traps = {link.url: link.trap_rule for link in category.links if link.trap_rule}
+    assert set(traps.values()) == {"calendar", "session_id", "repeated_segments"}
+    facets = [link.url for link in category.links if "ort=" in link.url]
+    assert "https://www.rheintaler-bote.example.de/lokales/?ort=mainz&sort=datum" in facets  # sorted by name
+    _key, article = by_url["https://www.coastalherald.example.co.uk/news/2025/06/harbour-wall-repairs"]
+    fund = next(link for link in article.links if "coastal-resilience-fund" in link.url)
+    assert fund.context.startswith("Funding comes from a national coastal resilience fund")
+    assert len(fund.context) < len("Funding comes from a national coastal resilience fund") + 45
