@@ -156,14 +156,17 @@ class FetchCore:
         self._direct_robots = direct_robots_fetch(http)
         self.outcomes: collections.Counter[str] = collections.Counter()
 
-    async def fetch(self, url: str) -> FetchAttempt:
-        """Fetch ``url`` if robots.txt and politeness allow; never raises for network problems."""
-        attempt = await self._attempt(url)
+    async def fetch(self, url: str, min_delay: float = 0.0) -> FetchAttempt:
+        """Fetch ``url`` if robots.txt and politeness allow; never raises for network problems.
+
+        ``min_delay`` (the host's operator policy) is kept like a robots.txt Crawl-delay.
+        """
+        attempt = await self._attempt(url, min_delay)
         self.outcomes[attempt.outcome] += 1
         logger.debug("fetch %s: %s %s", url, attempt.outcome, attempt.detail)
         return attempt
 
-    async def _attempt(self, url: str) -> FetchAttempt:
+    async def _attempt(self, url: str, min_delay: float = 0.0) -> FetchAttempt:
         try:
             parsed = URL(url)
         except (ValueError, TypeError):
@@ -179,8 +182,11 @@ class FetchCore:
                     f"robots.txt {policy.kind} (status {policy.status}{', ' + policy.error if policy.error else ''})"
                 )
                 return self._result(url, host, "robots_disallowed", None, policy.temporary, detail)
+            crawl_delay = policy.crawl_delay
+            if min_delay > 0:
+                crawl_delay = max(crawl_delay or 0.0, min_delay)
             key = await self._keys.key(host)
-            async with self._politeness.slot(key, crawl_delay=policy.crawl_delay) as slot:
+            async with self._politeness.slot(key, crawl_delay=crawl_delay) as slot:
                 response = await slot.guard(self._http.fetch(url, allow=self._hop_allowed))
                 record_response(slot, response)
         except HostReleasedError as exc:

@@ -95,7 +95,7 @@ class FetchWorker:
         if not request.url or not request.request_id:
             raise PoisonMessage("fetch request without url or request id")
         with self._in_hand(request.host):
-            attempt = await self._core.fetch(request.url)
+            attempt = await self._core.fetch(request.url, min_delay=request.min_delay_seconds)
         self.publish(request, attempt)
 
     def publish(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:

@@ -152,6 +152,7 @@ class FetchRequest(_message.Message):
     ATTEMPT_FIELD_NUMBER: _builtins.int
     DEPTH_FIELD_NUMBER: _builtins.int
     SCHEDULED_AT_MS_FIELD_NUMBER: _builtins.int
+    MIN_DELAY_SECONDS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     url: _builtins.str
     host: _builtins.str
@@ -159,6 +160,10 @@ class FetchRequest(_message.Message):
     attempt: _builtins.int
     depth: _builtins.int
     scheduled_at_ms: _builtins.int
+    min_delay_seconds: _builtins.float
+    """The host's operator policy: least seconds between a response and the next request
+    (0: none); the fetcher keeps it like a robots.txt Crawl-delay.
+    """
     def __init__(
         self,
         *,
@@ -169,10 +174,11 @@ class FetchRequest(_message.Message):
         attempt: _builtins.int = ...,
         depth: _builtins.int = ...,
         scheduled_at_ms: _builtins.int = ...,
+        min_delay_seconds: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "depth", b"depth", "host", b"host", "priority", b"priority", "request_id", b"request_id", "scheduled_at_ms", b"scheduled_at_ms", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "depth", b"depth", "host", b"host", "min_delay_seconds", b"min_delay_seconds", "priority", b"priority", "request_id", b"request_id", "scheduled_at_ms", b"scheduled_at_ms", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
