@@ -103,7 +103,7 @@ def run_demo(settings: StackSettings, env: Mapping[str, str], *, hosts: int, pag
         if not quiet:
             console.print(f"stack up in {time.monotonic() - started:.1f} s; seeding {len(web.home_pages())} hosts")
         crawl_started = time.monotonic()
-        with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
+        with local_stack.admin_client(settings, state) as admin:
             admin.add_seeds(web.home_pages())
             wait_for_crawl(admin, timeout, quiet)
         crawl_seconds = time.monotonic() - crawl_started
@@ -135,7 +135,7 @@ def run_real_crawl(settings: StackSettings, env: Mapping[str, str], urls: list[s
             console.print(f"[red]cannot reach {host}: {exc}. Is this machine on the internet?[/red]")
             return 3
     state = local_stack.up(settings, env)
-    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
+    with local_stack.admin_client(settings, state) as admin:
         admin.add_seeds(urls)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

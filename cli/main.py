@@ -1,4 +1,4 @@
-"""``trawl``: the command-line tool of Trawl (local stack, seeds, status, demo)."""
+"""``trawl``: the command-line tool of Trawl (local stack, the admin API's commands, status, demo)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 
 import typer
 
+from cli.admin import control, reports
+from cli.admin.hosts import hosts_app
+from cli.admin.seeds import seeds_app, sites_app
 from cli.eval import app as eval_app
 from cli.output import console, emit
 from cli.stack import local_stack
@@ -19,8 +21,12 @@ from libs.common.settings import SettingsError, load_settings
 
 app = typer.Typer(help="Trawl: a continuous, distributed web crawler.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
-seeds_app = typer.Typer(help="Seed URLs.", no_args_is_help=True)
 app.add_typer(seeds_app, name="seeds")
+app.add_typer(sites_app, name="sites")
+app.add_typer(hosts_app, name="hosts")
+app.add_typer(reports.url_app, name="url")
+app.add_typer(reports.stats_app, name="stats")
+app.add_typer(control.goal_app, name="goal")
 app.add_typer(eval_app, name="eval")
 app.add_typer(topics_app, name="topics")
 
@@ -48,8 +54,11 @@ def up(as_json: bool = typer.Option(False, "--json", help="Print one JSON object
     state = local_stack.up(settings, os.environ)
     rows = [("broker", state.bootstrap), ("postgres", state.dsn)]
     rows += [(name, f"127.0.0.1:{port}") for name, port in state.grpc_ports.items()]
+    token_file = local_stack.admin_token_path(settings)
+    rows.append(("admin token", str(token_file)))
     emit(as_json, {"bootstrap": state.bootstrap, "dsn": state.dsn, "grpc": state.grpc_ports,
-                   "home": str(settings.root)}, "Trawl is up", ["part", "listens on"], rows)
+                   "home": str(settings.root), "admin_token_file": str(token_file)},
+         "Trawl is up", ["part", "listens on"], rows)
 
 
 @app.command()
@@ -71,58 +80,6 @@ def status(as_json: bool = typer.Option(False, "--json")) -> None:
     }
     rows = [(p.name, p.pid, p.address, p.health, lags.get(p.name, "")) for p in parts]
     emit(as_json, payload, "Trawl status", ["part", "pid", "address", "health", "lag"], rows)
-
-
-@seeds_app.command("add")
-def seeds_add(
-    urls: list[str] = typer.Argument(None, help="Seed URLs."),
-    file: Path | None = typer.Option(None, "--file", "-f", help="A file with one URL per line."),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Add seed URLs to the running crawl."""
-    from cli.admin_client import AdminClient
-
-    items = list(urls or [])
-    if file is not None:
-        items += [line.strip() for line in file.read_text().splitlines() if line.strip()]
-    state = _state(_stack())
-    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
-        reply = admin.add_seeds(items)
-    emit(as_json, reply, "Seeds", ["accepted", "already known", "rejected"],
-         [(reply["accepted"], reply["already_known"], len(reply["rejected"]))])
-
-
-@app.command()
-def stats(as_json: bool = typer.Option(False, "--json")) -> None:
-    """Crawl statistics from the scheduler's admin API."""
-    from cli.admin_client import AdminClient
-
-    state = _state(_stack())
-    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
-        reply = admin.stats()
-    emit(as_json, reply, "Crawl", ["status", "count"], sorted(reply["frontier"].items()))
-
-
-@app.command()
-def pause() -> None:
-    """Stop emitting fetch requests (in-flight ones finish)."""
-    from cli.admin_client import AdminClient
-
-    state = _state(_stack())
-    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
-        admin.pause(True)
-    console.print("paused")
-
-
-@app.command()
-def resume() -> None:
-    """Resume emitting fetch requests."""
-    from cli.admin_client import AdminClient
-
-    state = _state(_stack())
-    with AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}") as admin:
-        admin.pause(False)
-    console.print("resumed")
 
 
 @app.command()
@@ -154,6 +111,12 @@ def crawl(
 
     code = run_real_crawl(_stack(), os.environ, urls, max_pages=max_pages, timeout=timeout)
     raise typer.Exit(code)
+
+
+app.command("pause")(control.pause)
+app.command("resume")(control.resume)
+app.command("drain")(control.drain)
+app.command("top")(reports.top)
 
 
 def main() -> None:

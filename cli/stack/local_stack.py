@@ -5,12 +5,19 @@ partition counts, migrates every service's schema, writes ``stack.json`` and sta
 supervisor, which runs the six services. A configured ``TRAWL_DATABASE_URL`` or
 ``TRAWL_KAFKA_BOOTSTRAP`` is used instead of starting a server. Everything is safe to run
 twice: a running part is reused, a stopped one is started.
+
+The admin API's token is the file ``admin-token`` in the stack's home (mode 0600), made on
+the first ``up`` (random, or ``TRAWL_ADMIN_TOKEN`` if set then); the scheduler reads it
+through ``TRAWL_ADMIN_TOKEN_FILE`` and the CLI reads it to call the local stack. The token
+itself is never written to ``stack.json``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import secrets
 import subprocess
 import sys
 import time
@@ -18,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.admin_client import AdminClient
 from cli.stack import health
 from cli.stack.layout import SERVICES, StackSettings, StackState, logs_dir, run_dir, state_path
 from libs.common.db.migrations import apply_migrations
@@ -32,7 +40,37 @@ log = logging.getLogger(__name__)
 PG_USER = "trawl-pg"
 ROOT = Path(__file__).resolve().parents[2]
 STACK_KEYS = {"TRAWL_HOME", "TRAWL_LOCAL_BROKER_PORT", "TRAWL_LOCAL_POSTGRES_PORT", "TRAWL_LOCAL_GRPC_BASE_PORT",
-              "TRAWL_LOCAL_METRICS_BASE_PORT"}
+              "TRAWL_LOCAL_METRICS_BASE_PORT", "TRAWL_ADMIN_TOKEN", "TRAWL_ADMIN_TOKEN_FILE"}
+
+
+def admin_token_path(settings: StackSettings) -> Path:
+    return settings.root / "admin-token"
+
+
+def ensure_admin_token(settings: StackSettings, env: Mapping[str, str]) -> Path:
+    """The stack's admin token file, made on first use (``TRAWL_ADMIN_TOKEN``, or a random token)."""
+    path = admin_token_path(settings)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        token = env.get("TRAWL_ADMIN_TOKEN", "").strip() or secrets.token_urlsafe(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(token + "\n")
+    return path
+
+
+def admin_token(settings: StackSettings) -> str | None:
+    """The local stack's admin token (None before the first ``up``)."""
+    path = admin_token_path(settings)
+    if not path.exists():
+        return None
+    lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    return lines[0] if lines else None
+
+
+def admin_client(settings: StackSettings, state: StackState, timeout: float = 10.0) -> AdminClient:
+    """A client of the local stack's admin API, with its token."""
+    return AdminClient(f"127.0.0.1:{state.grpc_ports['scheduler']}", timeout, token=admin_token(settings))
 
 
 def migrations_dir(service: str) -> Path:
@@ -79,6 +117,7 @@ def up(settings: StackSettings, env: Mapping[str, str], extra_env: Mapping[str, 
     prefix = env.get("TRAWL_TOPIC_PREFIX", "")
     create_topics(bootstrap, [(prefix + t.name, t.partitions) for t in ALL_TOPICS])
     migrate_all(dsn)
+    token_file = ensure_admin_token(settings, env)
     passthrough = {k: v for k, v in env.items() if k.startswith("TRAWL_") and k not in STACK_KEYS}
     state = StackState(
         bootstrap=bootstrap, dsn=dsn, topic_prefix=prefix,
@@ -95,6 +134,7 @@ def up(settings: StackSettings, env: Mapping[str, str], extra_env: Mapping[str, 
             "TRAWL_GRPC_ADDRESS": f"127.0.0.1:{settings.grpc_port(service)}",
             "TRAWL_METRICS_PORT": str(settings.metrics_port(service)),
         }
+    state.services["scheduler"]["TRAWL_ADMIN_TOKEN_FILE"] = str(token_file)
     state.save(state_path(settings))
     if supervisor_pid(settings) is None:
         with open(logs_dir(settings) / "supervisor.log", "ab") as out:

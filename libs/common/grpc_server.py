@@ -2,20 +2,50 @@
 
 ``start()`` returns the bound port (bind to port 0 in tests). ``stop()`` first marks every
 service NOT_SERVING, then lets in-flight calls finish within the grace period.
+
+TLS is a setting (:class:`GrpcTlsSettings`: a certificate chain and its key, PEM files);
+with it the port serves TLS only, and clients (probes too) must speak TLS.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from libs.common.settings import SettingsError, setting
+
 log = logging.getLogger(__name__)
 
 Registrar = Callable[[grpc.aio.Server], None]
+
+
+@dataclass(frozen=True)
+class GrpcTlsSettings:
+    cert_file: str = setting(
+        "TRAWL_GRPC_TLS_CERT_FILE",
+        "",
+        "PEM certificate chain of the gRPC server; with the key the port serves TLS only, else plaintext.",
+    )
+    key_file: str = setting("TRAWL_GRPC_TLS_KEY_FILE", "", "PEM private key of TRAWL_GRPC_TLS_CERT_FILE.")
+
+
+def server_credentials(settings: GrpcTlsSettings) -> grpc.ServerCredentials | None:
+    """TLS credentials from the settings' files, or None for plaintext (neither file set)."""
+    if not settings.cert_file and not settings.key_file:
+        return None
+    if not (settings.cert_file and settings.key_file):
+        raise SettingsError("TLS needs both TRAWL_GRPC_TLS_CERT_FILE and TRAWL_GRPC_TLS_KEY_FILE")
+    try:
+        chain, key = Path(settings.cert_file).read_bytes(), Path(settings.key_file).read_bytes()
+    except OSError as exc:
+        raise SettingsError(f"cannot read the TLS certificate or key: {exc.filename}: {exc.strerror}") from exc
+    return grpc.ssl_server_credentials([(key, chain)])
 
 
 class GrpcServer:
@@ -26,11 +56,13 @@ class GrpcServer:
         service_names: Sequence[str] = (),
         registrars: Sequence[Registrar] = (),
         interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+        credentials: grpc.ServerCredentials | None = None,
     ) -> None:
         self._address = address
         self._service_names = list(service_names)
         self._registrars = list(registrars)
         self._interceptors = list(interceptors)
+        self._credentials = credentials
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
         self.port = 0
@@ -45,7 +77,10 @@ class GrpcServer:
         names = [*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
         reflection.enable_server_reflection(names, server)
         try:
-            self.port = server.add_insecure_port(self._address)
+            if self._credentials is None:
+                self.port = server.add_insecure_port(self._address)
+            else:
+                self.port = server.add_secure_port(self._address, self._credentials)
         except RuntimeError as exc:  # recent grpcio raises instead of returning 0
             raise OSError(f"cannot bind gRPC server to {self._address}") from exc
         if self.port == 0:
@@ -53,7 +88,7 @@ class GrpcServer:
         await server.start()
         self._server = server
         await self.set_serving(True)
-        log.info("gRPC listening on port %s", self.port)
+        log.info("gRPC listening on port %s%s", self.port, " (TLS)" if self._credentials else "")
         return self.port
 
     async def set_serving(self, serving: bool) -> None:

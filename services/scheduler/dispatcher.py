@@ -10,6 +10,10 @@ Two settings shape a round without changing it otherwise: a crawl goal
 (``TRAWL_SCHEDULER_BANDIT_POLICY``) holds back the goal's sites its policy does not choose
 this round (``bandits/allocator.py``), and a large host (``TRAWL_SCHEDULER_LARGE_HOSTS``)
 has its requests keyed ``host#group`` by path (``site_partition/keying.py``).
+
+The admin API changes both at run time: a goal it sets replaces the settings' one
+(``crawl_goal.LiveGoal``), and operator policies per host (``host_policies``) hold hosts,
+space their requests, and split hosts by path, read once a round.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from collections.abc import Callable
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.wire import messages as pb
-from services.scheduler.bandits.allocator import RECENT_PAGES, allocator_from_settings
+from services.scheduler.bandits.allocator import RECENT_PAGES, BanditAllocator, allocator_from_settings
+from services.scheduler.crawl_goal import LiveGoal
 from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.host_policies import HostPolicyStore, PolicyRules
 from services.scheduler.settings import SchedulerSettings
 from services.scheduler.site_partition.keying import LargeHostKeys
 
@@ -37,8 +43,13 @@ class Dispatcher:
         producer: TopicProducer,
         settings: SchedulerSettings,
         owned_partitions: Callable[[], set[int]],
+        policies: HostPolicyStore | None = None,
+        goal: LiveGoal | None = None,
     ) -> None:
         self._store = store
+        self._policies = policies
+        self._goal = goal
+        self._slot_groups: dict[str, int] | None = None
         self._producer = producer
         self._settings = settings
         self._owned = owned_partitions
@@ -61,6 +72,7 @@ class Dispatcher:
         if self._allocator is not None:
             await self._store.register_goal_sites(self._allocator.sites)
         await self._store.set_host_slots(sorted(self._keys.hosts), self._keys.groups)
+        self._slot_groups = None  # the policies' large hosts get their slots back at the next round
 
     async def start(self) -> None:
         await self.prepare()
@@ -99,8 +111,10 @@ class Dispatcher:
     async def dispatch_once(self) -> int:
         if await self._store.is_paused():
             return 0
+        rules = await self._policy_rules()
         room = min(self._settings.dispatch_batch, self._settings.max_in_flight - await self._store.in_flight())
-        rows = await self._store.dispatch(room, sorted(self._owned()), await self._held_goal_sites())
+        held = [*await self._held_goal_sites(), *rules.held]
+        rows = await self._store.dispatch(room, sorted(self._owned()), held)
         if not rows:
             return 0
         await self._keys.refresh(self._store.queued_path_counts)
@@ -117,15 +131,31 @@ class Dispatcher:
                     attempt=row.attempts,
                     depth=row.depth,
                     scheduled_at_ms=now_ms,
+                    min_delay_seconds=rules.delays.get(row.host, 0.0),
                 ),
             )
         await self._producer.flush()
+        if self._policies is not None:
+            await self._policies.space_starts([r.host for r in rows if r.host in rules.delays])
         self.dispatched += len(rows)
         return len(rows)
 
+    async def _policy_rules(self) -> PolicyRules:
+        """The operator's host policies for this round; partitioned hosts get their slots and keys."""
+        if self._policies is None:
+            return PolicyRules()
+        rules = await self._policies.rules()
+        groups = dict(rules.groups)
+        if groups != self._slot_groups:
+            await self._policies.apply_slots(groups, {h: self._keys.groups for h in self._keys.hosts})
+            self._keys.set_policy_groups(groups)
+            self._slot_groups = groups
+        return rules
+
     async def _held_goal_sites(self) -> list[str]:
         """The crawl goal's sites its policy does not choose this round (none without a goal)."""
-        if self._allocator is None:
+        allocator: BanditAllocator | None = self._allocator if self._goal is None else await self._goal.current()
+        if allocator is None:
             return []
-        states = await self._store.goal_site_states(self._allocator.sites, self._allocator.goal, RECENT_PAGES)
-        return self._allocator.held(states)
+        states = await self._store.goal_site_states(allocator.sites, allocator.goal, RECENT_PAGES)
+        return allocator.held(states)

@@ -9,14 +9,16 @@ from pathlib import Path
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
-from libs.common.grpc_server import GrpcServer
+from libs.common.grpc_auth import admin_interceptors
+from libs.common.grpc_server import GrpcServer, GrpcTlsSettings, server_credentials
 from libs.common.kafka.consumer import TopicConsumer
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
 from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_REQUESTS, IMPORTANCE_UPDATES
-from services.scheduler.admin_api import SERVICE_NAME, AdminApi, registrar
+from services.scheduler.admin_api import SERVICE_NAME, AdminApi, AdminState, registrar
+from services.scheduler.admin_topics import topic_stats
 from services.scheduler.dispatcher import Dispatcher
 from services.scheduler.frontier_metrics import FrontierMetrics
 from services.scheduler.frontier_store import FrontierStore
@@ -31,6 +33,8 @@ async def build(env: Mapping[str, str]) -> Service:
     database = load_settings(DatabaseSettings, env)
     runtime = load_settings(RuntimeSettings, env)
     settings = load_settings(SchedulerSettings, env)
+    credentials = server_credentials(load_settings(GrpcTlsSettings, env))
+    interceptors = admin_interceptors(env)
     await asyncio.to_thread(apply_migrations, database.dsn, "scheduler", MIGRATIONS)
 
     db = Database(database, "scheduler")
@@ -45,9 +49,12 @@ async def build(env: Mapping[str, str]) -> Service:
         producer=producer,
         assignment="range",  # the three inputs are keyed by host: one member owns all of a host
     )
-    dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS))
-    api = AdminApi(store, dispatcher.wake)
-    server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)])
+    admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)
+    dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),
+                            policies=admin.policies, goal=admin.goal)
+    api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix))
+    server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)],
+                        interceptors=interceptors, credentials=credentials)
     gauges = FrontierMetrics(db, settings.lease_seconds)
     return Service("scheduler", server, [db, producer, dispatcher, consumer, gauges])
 

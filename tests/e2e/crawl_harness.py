@@ -31,6 +31,7 @@ FAST_POLITENESS = {
     "TRAWL_SCHEDULER_RETRY_BASE_SECONDS": "0.5",
     "TRAWL_LOG_LEVEL": "INFO",
 }
+ADMIN_TOKEN = "e2e-admin-token"
 
 
 class CrawlStack:
@@ -45,6 +46,7 @@ class CrawlStack:
             "TRAWL_FETCHER_PROXY": proxy,
             "TRAWL_LINKBASE_GROUP": f"{prefix}linkbase",
             "TRAWL_DEDUP_GROUP": f"{prefix}dedup",
+            "TRAWL_ADMIN_TOKEN": ADMIN_TOKEN,
         }
         self.processes = {
             name: ServiceProcess(name, {**base, "TRAWL_GRPC_ADDRESS": f"127.0.0.1:{self.ports[name]}"},
@@ -68,7 +70,7 @@ class CrawlStack:
             self.processes[name].stop(timeout=30)
 
     def admin(self) -> AdminClient:
-        return AdminClient(f"127.0.0.1:{self.ports['scheduler']}")
+        return AdminClient(f"127.0.0.1:{self.ports['scheduler']}", token=ADMIN_TOKEN)
 
     def wait_until_done(self, timeout: float = 240.0, settle: float = 3.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout

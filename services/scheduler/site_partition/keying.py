@@ -7,7 +7,8 @@ balances its key paths over the groups by the URLs queued for each path (recompu
 each request is keyed ``host#group``, so up to ``groups`` fetchers work on the host at once.
 Politeness stays the host's: the frontier lets a large host have one request in flight per
 slot and spaces the starts of its requests by the host's gap (``FrontierStore.dispatch``).
-Every other host keeps the plain host key.
+Every other host keeps the plain host key. An operator's host policy may split more hosts,
+each into its own number of groups (``set_policy_groups``); it wins over the settings.
 """
 
 from __future__ import annotations
@@ -42,6 +43,18 @@ class LargeHostKeys:
         self._planner = planner or PartitionPlanner()
         self._clock = clock
         self._plans: dict[str, tuple[float, dict[str, int]]] = {}
+        self._policy_groups: dict[str, int] = {}
+
+    def set_policy_groups(self, groups: Mapping[str, int]) -> None:
+        """Hosts split by an operator's policy, with their group counts (replacing the last ones)."""
+        changed = {h for h in set(groups) | set(self._policy_groups) if groups.get(h) != self._policy_groups.get(h)}
+        for host in changed:
+            self._plans.pop(host, None)
+        self._policy_groups = {h: n for h, n in groups.items() if n > 1}
+
+    def groups_of(self, host: str) -> int:
+        """Path groups of ``host`` (1: not split)."""
+        return self._policy_groups.get(host) or (self.groups if host in self.hosts else 1)
 
     def assignment(self, host: str) -> dict[str, int]:
         found = self._plans.get(host)
@@ -50,14 +63,15 @@ class LargeHostKeys:
     async def refresh(self, counts_of: CountsOf) -> None:
         """Recomputes the plans that are older than ``refresh_seconds`` (or missing)."""
         now = self._clock()
-        for host in sorted(self.hosts):
+        for host in sorted(self.hosts | set(self._policy_groups)):
             made = self._plans.get(host)
             if made is not None and now - made[0] < self._refresh:
                 continue
             counts = {path_key(host, segment): n for segment, n in (await counts_of(host)).items()}
-            self._plans[host] = (now, self._planner.assignment(counts, self.groups))
+            self._plans[host] = (now, self._planner.assignment(counts, self.groups_of(host)))
 
     def key_for(self, host: str, url: str) -> str:
-        if host not in self.hosts:
+        groups = self.groups_of(host)
+        if groups < 2:
             return host
-        return fetch_key(host, url, self.groups, self.assignment(host))
+        return fetch_key(host, url, groups, self.assignment(host))

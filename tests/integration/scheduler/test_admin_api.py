@@ -1,9 +1,14 @@
-"""The scheduler's admin gRPC API, served on loopback and called with the CLI's client."""
+"""The scheduler's admin gRPC API, served on loopback and called with the CLI's client.
+
+:func:`serve_admin` serves the API as the scheduler does (token interceptor, health and
+reflection); the other ``test_admin_*`` modules use it too.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -11,14 +16,42 @@ import grpc
 import pytest
 
 from cli.admin_client import AdminClient
+from libs.common.db.pool import Database
+from libs.common.grpc_auth import BearerTokenInterceptor, bearer_metadata
 from libs.common.grpc_server import GrpcServer
+from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint
 from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
-from services.scheduler.admin_api import MAX_SEEDS_PER_CALL, SERVICE_NAME, AdminApi, registrar
+from services.scheduler.admin_api import MAX_SEEDS_PER_CALL, SERVICE_NAME, AdminApi, AdminState, TopicStats, registrar
 from services.scheduler.frontier_store import FrontierStore, Outcome
+from services.scheduler.settings import SchedulerSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+TOKEN = "test-admin-token"
+
+
+@asynccontextmanager
+async def serve_admin(
+    db: Database,
+    frontier: FrontierStore,
+    on_change: Callable[[], None] = lambda: None,
+    *,
+    tokens: tuple[str, ...] = (TOKEN,),
+    settings: SchedulerSettings | None = None,
+    topic_stats: TopicStats | None = None,
+    credentials: grpc.ServerCredentials | None = None,
+) -> AsyncIterator[tuple[str, AdminState]]:
+    """The admin API on a loopback port, guarded by ``tokens``: (its address, its stores)."""
+    state = AdminState.on(db, frontier, settings or SchedulerSettings(), FETCH_REQUESTS.partitions)
+    api = AdminApi(db, state, on_change, topic_stats)
+    server = GrpcServer("127.0.0.1:0", service_names=[SERVICE_NAME], registrars=[registrar(api)],
+                        interceptors=[BearerTokenInterceptor(tokens)], credentials=credentials)
+    port = await server.start()
+    try:
+        yield f"127.0.0.1:{port}", state
+    finally:
+        await server.stop(grace=1.0)
 
 
 @dataclass
@@ -35,17 +68,11 @@ class Admin:
 
 
 @pytest.fixture
-async def admin(frontier: FrontierStore) -> AsyncIterator[Admin]:
+async def admin(scheduler_db: Database, frontier: FrontierStore) -> AsyncIterator[Admin]:
     wake_calls: list[None] = []
-    api = AdminApi(frontier, lambda: wake_calls.append(None))
-    server = GrpcServer("127.0.0.1:0", service_names=[SERVICE_NAME], registrars=[registrar(api)])
-    port = await server.start()
-    address = f"127.0.0.1:{port}"
-    try:
-        with AdminClient(address) as client:
+    async with serve_admin(scheduler_db, frontier, lambda: wake_calls.append(None)) as (address, _state):
+        with AdminClient(address, token=TOKEN) as client:
             yield Admin(address, client, wake_calls)
-    finally:
-        await server.stop(grace=1.0)
 
 
 async def test_add_seeds_normalises_and_rejects_with_reasons(admin: Admin, frontier: FrontierStore) -> None:
@@ -90,7 +117,8 @@ async def test_too_many_seeds_in_one_call_is_an_invalid_argument(admin: Admin) -
     def call() -> None:
         with grpc.insecure_channel(admin.address) as channel:
             admin_grpc.AdminServiceStub(channel).AddSeeds(
-                admin_pb.AddSeedsRequest(urls=["x"] * (MAX_SEEDS_PER_CALL + 1)), timeout=10.0
+                admin_pb.AddSeedsRequest(urls=["x"] * (MAX_SEEDS_PER_CALL + 1)), timeout=10.0,
+                metadata=bearer_metadata(TOKEN),
             )
 
     with pytest.raises(grpc.RpcError) as raised:

@@ -54,6 +54,81 @@ class AdminServiceStub:
                 request_serializer=trawl_dot_v1_dot_admin__pb2.GetCrawlStatsRequest.SerializeToString,
                 response_deserializer=trawl_dot_v1_dot_admin__pb2.CrawlStats.FromString,
                 _registered_method=True)
+        self.RemoveSeeds = channel.unary_unary(
+                '/trawl.v1.AdminService/RemoveSeeds',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.RemoveSeedsRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.RemoveSeedsResponse.FromString,
+                _registered_method=True)
+        self.ListSeeds = channel.unary_unary(
+                '/trawl.v1.AdminService/ListSeeds',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.ListSeedsRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.ListSeedsResponse.FromString,
+                _registered_method=True)
+        self.AddSites = channel.unary_unary(
+                '/trawl.v1.AdminService/AddSites',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.AddCrawlSitesRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.AddCrawlSitesResponse.FromString,
+                _registered_method=True)
+        self.RemoveSites = channel.unary_unary(
+                '/trawl.v1.AdminService/RemoveSites',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.RemoveCrawlSitesRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.RemoveCrawlSitesResponse.FromString,
+                _registered_method=True)
+        self.ListSites = channel.unary_unary(
+                '/trawl.v1.AdminService/ListSites',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.ListCrawlSitesRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.HostStatsList.FromString,
+                _registered_method=True)
+        self.DrainCrawl = channel.unary_unary(
+                '/trawl.v1.AdminService/DrainCrawl',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.DrainCrawlRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.CrawlState.FromString,
+                _registered_method=True)
+        self.SetHostPolicy = channel.unary_unary(
+                '/trawl.v1.AdminService/SetHostPolicy',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.SetHostPolicyRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.HostPolicy.FromString,
+                _registered_method=True)
+        self.ListHostPolicies = channel.unary_unary(
+                '/trawl.v1.AdminService/ListHostPolicies',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.ListHostPoliciesRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.ListHostPoliciesResponse.FromString,
+                _registered_method=True)
+        self.ClearHostPolicies = channel.unary_unary(
+                '/trawl.v1.AdminService/ClearHostPolicies',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.ClearHostPoliciesRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.ClearHostPoliciesResponse.FromString,
+                _registered_method=True)
+        self.LookupUrl = channel.unary_unary(
+                '/trawl.v1.AdminService/LookupUrl',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.LookupUrlRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.UrlReport.FromString,
+                _registered_method=True)
+        self.GetTopPages = channel.unary_unary(
+                '/trawl.v1.AdminService/GetTopPages',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.GetTopPagesRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.TopPages.FromString,
+                _registered_method=True)
+        self.GetHostStats = channel.unary_unary(
+                '/trawl.v1.AdminService/GetHostStats',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.GetHostStatsRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.HostStatsList.FromString,
+                _registered_method=True)
+        self.GetTopicStats = channel.unary_unary(
+                '/trawl.v1.AdminService/GetTopicStats',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.GetTopicStatsRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.TopicStatsList.FromString,
+                _registered_method=True)
+        self.GetCrawlGoal = channel.unary_unary(
+                '/trawl.v1.AdminService/GetCrawlGoal',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.GetCrawlGoalRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.CrawlGoalState.FromString,
+                _registered_method=True)
+        self.SetCrawlGoal = channel.unary_unary(
+                '/trawl.v1.AdminService/SetCrawlGoal',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.SetCrawlGoalRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.CrawlGoalState.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -86,6 +161,111 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RemoveSeeds(self, request, context):
+        """Removes URLs from the frontier (queued, known, fetched or given up); a URL in flight is
+        left to finish and reported, so it can be removed again once its outcome arrived.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSeeds(self, request, context):
+        """The seed URLs in the frontier, newest first.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AddSites(self, request, context):
+        """A site is a host crawled as a whole. Adding one seeds its start URL and lifts an earlier
+        removal; removing one drops its queued URLs and holds the host (its discoveries are
+        still recorded, not fetched) until it is added again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveSites(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSites(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DrainCrawl(self, request, context):
+        """Pauses the crawl and waits (up to wait_seconds) until no request is in flight: the
+        fetchers can then be stopped or upgraded without losing work. Resume with ResumeCrawl.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetHostPolicy(self, request, context):
+        """Per-host policy: minimum delay, concurrency, fetch budget, block until, path partitioning.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListHostPolicies(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClearHostPolicies(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LookupUrl(self, request, context):
+        """One URL as the scheduler sees it: status, importance, predicted change rate, when it
+        may be fetched next and what holds it back, its fetches and content versions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTopPages(self, request, context):
+        """The most important pages (OPIC: history plus cash).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetHostStats(self, request, context):
+        """Per-host counts: queued, in flight, fetched, failed; with each host's policy.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTopicStats(self, request, context):
+        """Messages per topic and each consumer group's lag.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCrawlGoal(self, request, context):
+        """The crawl goal (a bandit over a set of sites): its site policy, reward and budget.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetCrawlGoal(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -108,6 +288,81 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.GetCrawlStats,
                     request_deserializer=trawl_dot_v1_dot_admin__pb2.GetCrawlStatsRequest.FromString,
                     response_serializer=trawl_dot_v1_dot_admin__pb2.CrawlStats.SerializeToString,
+            ),
+            'RemoveSeeds': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveSeeds,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.RemoveSeedsRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.RemoveSeedsResponse.SerializeToString,
+            ),
+            'ListSeeds': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSeeds,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.ListSeedsRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.ListSeedsResponse.SerializeToString,
+            ),
+            'AddSites': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddSites,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.AddCrawlSitesRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.AddCrawlSitesResponse.SerializeToString,
+            ),
+            'RemoveSites': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveSites,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.RemoveCrawlSitesRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.RemoveCrawlSitesResponse.SerializeToString,
+            ),
+            'ListSites': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSites,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.ListCrawlSitesRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.HostStatsList.SerializeToString,
+            ),
+            'DrainCrawl': grpc.unary_unary_rpc_method_handler(
+                    servicer.DrainCrawl,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.DrainCrawlRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.CrawlState.SerializeToString,
+            ),
+            'SetHostPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetHostPolicy,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.SetHostPolicyRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.HostPolicy.SerializeToString,
+            ),
+            'ListHostPolicies': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListHostPolicies,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.ListHostPoliciesRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.ListHostPoliciesResponse.SerializeToString,
+            ),
+            'ClearHostPolicies': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClearHostPolicies,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.ClearHostPoliciesRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.ClearHostPoliciesResponse.SerializeToString,
+            ),
+            'LookupUrl': grpc.unary_unary_rpc_method_handler(
+                    servicer.LookupUrl,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.LookupUrlRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.UrlReport.SerializeToString,
+            ),
+            'GetTopPages': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTopPages,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.GetTopPagesRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.TopPages.SerializeToString,
+            ),
+            'GetHostStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetHostStats,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.GetHostStatsRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.HostStatsList.SerializeToString,
+            ),
+            'GetTopicStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTopicStats,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.GetTopicStatsRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.TopicStatsList.SerializeToString,
+            ),
+            'GetCrawlGoal': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCrawlGoal,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.GetCrawlGoalRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.CrawlGoalState.SerializeToString,
+            ),
+            'SetCrawlGoal': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetCrawlGoal,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.SetCrawlGoalRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.CrawlGoalState.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -218,6 +473,411 @@ class AdminService:
             '/trawl.v1.AdminService/GetCrawlStats',
             trawl_dot_v1_dot_admin__pb2.GetCrawlStatsRequest.SerializeToString,
             trawl_dot_v1_dot_admin__pb2.CrawlStats.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveSeeds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/RemoveSeeds',
+            trawl_dot_v1_dot_admin__pb2.RemoveSeedsRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.RemoveSeedsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSeeds(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/ListSeeds',
+            trawl_dot_v1_dot_admin__pb2.ListSeedsRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.ListSeedsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddSites(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/AddSites',
+            trawl_dot_v1_dot_admin__pb2.AddCrawlSitesRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.AddCrawlSitesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveSites(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/RemoveSites',
+            trawl_dot_v1_dot_admin__pb2.RemoveCrawlSitesRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.RemoveCrawlSitesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSites(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/ListSites',
+            trawl_dot_v1_dot_admin__pb2.ListCrawlSitesRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.HostStatsList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DrainCrawl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/DrainCrawl',
+            trawl_dot_v1_dot_admin__pb2.DrainCrawlRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.CrawlState.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetHostPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/SetHostPolicy',
+            trawl_dot_v1_dot_admin__pb2.SetHostPolicyRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.HostPolicy.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListHostPolicies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/ListHostPolicies',
+            trawl_dot_v1_dot_admin__pb2.ListHostPoliciesRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.ListHostPoliciesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClearHostPolicies(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/ClearHostPolicies',
+            trawl_dot_v1_dot_admin__pb2.ClearHostPoliciesRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.ClearHostPoliciesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LookupUrl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/LookupUrl',
+            trawl_dot_v1_dot_admin__pb2.LookupUrlRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.UrlReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTopPages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/GetTopPages',
+            trawl_dot_v1_dot_admin__pb2.GetTopPagesRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.TopPages.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetHostStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/GetHostStats',
+            trawl_dot_v1_dot_admin__pb2.GetHostStatsRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.HostStatsList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTopicStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/GetTopicStats',
+            trawl_dot_v1_dot_admin__pb2.GetTopicStatsRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.TopicStatsList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetCrawlGoal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/GetCrawlGoal',
+            trawl_dot_v1_dot_admin__pb2.GetCrawlGoalRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.CrawlGoalState.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetCrawlGoal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/SetCrawlGoal',
+            trawl_dot_v1_dot_admin__pb2.SetCrawlGoalRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.CrawlGoalState.FromString,
             options,
             channel_credentials,
             insecure,
