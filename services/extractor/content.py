@@ -17,6 +17,7 @@ When trafilatura finds no main content (or fails), the visible text of
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ __all__ = [
 MAX_HTML_CHARS = 5_000_000
 _FALLBACK_DROPPED_TAGS = ("script", "style", "nav", "footer", "noscript", "template", "head")
 _DATE_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+_DAY_MS = 86_400_000
 _LANGUAGE_TAG_RE = re.compile(r"\s*([A-Za-z]{2,3})(?![A-Za-z])")
 _SPACES_RE = re.compile(r"[^\S\n]+")
 _BLANK_LINES_RE = re.compile(r"\s*\n\s*")
@@ -123,9 +125,15 @@ def date_params(fetched_at_ms: int = 0) -> dict[str, Any]:
     UTC). Day-granular, so htmldate's validation caches stay warm from page to
     page. Without a fetch time, htmldate's default (the end of today) holds.
     """
+    return _date_params_of_day(fetched_at_ms // _DAY_MS if fetched_at_ms > 0 else -1)
+
+
+@functools.lru_cache(maxsize=4)
+def _date_params_of_day(day: int) -> dict[str, Any]:
+    """One shared dict per fetch day (trafilatura and htmldate copy it before changing it)."""
     params: dict[str, Any] = {"original_date": True, "extensive_search": True, "outputformat": _DATE_FORMAT}
-    if fetched_at_ms > 0:
-        fetched = datetime.fromtimestamp(fetched_at_ms / 1000, UTC).date()
+    if day >= 0:
+        fetched = datetime.fromtimestamp(day * 86400, UTC).date()
         params["max_date"] = datetime.combine(fetched + timedelta(days=1), time.max)
     return params
 

@@ -56,14 +56,11 @@ def _block_text(block: Any) -> _Block:
     size = 0
     open_links: list[tuple[Any, int]] = []
     spans: dict[Any, tuple[int, int]] = {}
-    walker = lxml.etree.iterwalk(block, events=("start", "end", "comment", "pi"))
+    # Comments and processing instructions are gone from trees of parse_html (the parser drops
+    # them, their tails merged into the text around); any other node without a str tag is skipped.
+    walker = lxml.etree.iterwalk(block, events=("start", "end"))
     for event, node in walker:
         tag = node.tag
-        if event in ("comment", "pi"):  # reported once: only their tail is text
-            if node.tail:
-                parts.append(node.tail)
-                size += len(node.tail)
-            continue
         if not isinstance(tag, str):
             continue
         if event == "start":
