@@ -17,6 +17,7 @@ from cli.stack.init_job import InitJobSettings
 from cli.stack.layout import SERVICES
 from libs.common.db.settings import DatabaseSettings
 from libs.common.kafka.settings import KafkaSettings
+from libs.common.grpc_auth import AdminAuthSettings
 from libs.common.service import RuntimeSettings
 from libs.common.settings import describe_settings
 
@@ -30,7 +31,7 @@ Doc = dict[str, Any]
 
 def known_settings() -> set[str]:
     """Env names of every setting: the shared classes, the init job's, and each service's."""
-    classes: list[type[Any]] = [KafkaSettings, DatabaseSettings, RuntimeSettings, InitJobSettings]
+    classes: list[type[Any]] = [KafkaSettings, DatabaseSettings, RuntimeSettings, InitJobSettings, AdminAuthSettings]
     for service in SERVICES:
         module = importlib.import_module(f"services.{service}.settings")
         classes += [c for c in vars(module).values()

@@ -193,11 +193,12 @@ def test_no_service_runs_more_pods_than_its_input_topics_have_partitions(docs: l
 def test_only_the_scheduler_gets_the_admin_token_and_it_is_optional(docs: list[Doc]) -> None:
     for name, deployment in of_kind(docs, "Deployment").items():
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        secrets = [s["secretRef"] for s in container.get("envFrom", []) if "secretRef" in s]
+        refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", [])
+                if e["name"] == "TRAWL_ADMIN_TOKEN" and "secretKeyRef" in e.get("valueFrom", {})]
         if name == "scheduler":
-            assert secrets == [{"name": "trawl-admin", "optional": True}]
+            assert refs == [{"name": "trawl-admin", "key": "TRAWL_ADMIN_TOKEN", "optional": True}]
         else:
-            assert secrets == [], name
+            assert refs == [], name
 
 
 def test_base_brings_no_kafka_or_postgres() -> None:
