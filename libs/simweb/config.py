@@ -19,6 +19,13 @@ DEFAULT_HOUR_WEIGHTS: tuple[float, ...] = (
 )  # fmt: skip
 # Relative rate per day of the week, Monday first: weekends are slower.
 DEFAULT_WEEKDAY_WEIGHTS: tuple[float, ...] = (1.0, 1.1, 1.1, 1.0, 0.9, 0.45, 0.35)
+# The rhythm seed 001 describes (see ``libs.simweb.rhythm.rhythmic_config``): updates by day,
+# nights and weekends nearly flat.
+DAYTIME_HOUR_WEIGHTS: tuple[float, ...] = (
+    0.015, 0.015, 0.015, 0.015, 0.015, 0.02, 0.1, 0.4, 0.9, 1.1, 1.2, 1.1,
+    1.0, 1.0, 1.1, 1.1, 1.0, 0.6, 0.3, 0.1, 0.03, 0.02, 0.015, 0.015,
+)  # fmt: skip
+QUIET_WEEKEND_WEIGHTS: tuple[float, ...] = (1.0, 1.05, 1.05, 1.0, 0.9, 0.06, 0.03)
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,14 @@ class SimWebConfig:
     hub_weekday_weights: tuple[float, ...] = DEFAULT_WEEKDAY_WEIGHTS
     start_time: datetime = datetime(2026, 3, 2, tzinfo=UTC)
     """The web's reference instant: ground-truth queries default to it, and so does the command's clock."""
+    hub_hour_shift_spread: int = 0
+    """Each hub's daily cycle runs late (or early) by whole hours, drawn within +- this; 0 keeps hubs in step."""
+    hub_bursts_per_week: float = 0.0
+    """Bursts per hub and week (breaking news): episodes of many more articles than the rhythm says."""
+    hub_burst_hours: tuple[float, float] = (0.5, 2.0)
+    """Length of a burst in hours, drawn uniformly from this range."""
+    hub_burst_factor: tuple[float, float] = (3.0, 6.0)
+    """During a burst the hub publishes ``(factor - 1) * its base rate`` more articles per hour."""
     hub_backlog: timedelta = timedelta(days=2)
     """Articles already published at ``start_time``: those of this period before it."""
     hub_horizon: timedelta = timedelta(days=7)
@@ -125,6 +140,11 @@ class SimWebConfig:
             raise ValueError("need 1 <= paragraphs_range[0] <= paragraphs_median <= paragraphs_range[1]")
         if self.latency_range[0] < 0 or self.latency_range[1] < self.latency_range[0]:
             raise ValueError("latency_range must be (low, high) with 0 <= low <= high")
+        if self.hub_hour_shift_spread < 0 or self.hub_bursts_per_week < 0:
+            raise ValueError("hub_hour_shift_spread and hub_bursts_per_week must be >= 0")
+        if not 0 < self.hub_burst_hours[0] <= self.hub_burst_hours[1] or not (
+                1.0 <= self.hub_burst_factor[0] <= self.hub_burst_factor[1]):
+            raise ValueError("hub_burst_hours needs 0 < low <= high, hub_burst_factor 1 <= low <= high")
         if self.hubs_per_host < 0 or self.hub_rate_per_hour < 0 or self.hub_list_size < 1:
             raise ValueError("hubs_per_host and hub_rate_per_hour must be >= 0, hub_list_size >= 1")
         if self.mean_out_links < 0 or self.max_out_links < 1 or self.near_duplicate_edits < 1:

@@ -2,7 +2,8 @@
 
 Each hub's articles appear at the events of a non-homogeneous Poisson process
 whose rate is ``hub_rate_per_hour`` times a per-hub factor times an hour-of-day
-weight times a day-of-week weight (UTC). The process is simulated by thinning
+weight times a day-of-week weight (UTC), plus the hub's bursts, the hour weights
+shifted by the hub's own shift (``rhythm``). The process is simulated by thinning
 (Lewis and Shedler): candidate events at the maximum rate, each kept with
 probability ``rate(t) / max rate``; everything comes from the builder's seeded
 random stream, so the articles and their times are fixed by the config.
@@ -16,27 +17,34 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from libs.simweb.config import SimWebConfig
 from libs.simweb.graph import SiteLinks, distinct_anchors, text_spec
 from libs.simweb.model import HostSpec, Page, SimLink
+from libs.simweb.rhythm import HubRhythm, draw_rhythm
 from libs.simweb.words import title
 
 ARTICLE_MEDIAN_PARAGRAPHS = 8
 ARTICLE_EXTRA_LINKS = 3
 
 
-def hourly_rate(config: SimWebConfig, at: datetime, factor: float = 1.0) -> float:
-    """Expected articles per hour for a hub with rate ``factor`` at instant ``at``."""
-    return (config.hub_rate_per_hour * factor * config.hub_hour_weights[at.hour]
-            * config.hub_weekday_weights[at.weekday()])
+def hourly_rate(config: SimWebConfig, at: datetime, factor: float = 1.0, rhythm: HubRhythm | None = None) -> float:
+    """Expected articles per hour for a hub with rate ``factor`` (and ``rhythm``) at instant ``at``."""
+    if rhythm is None:
+        return (config.hub_rate_per_hour * factor * config.hub_hour_weights[at.hour]
+                * config.hub_weekday_weights[at.weekday()])
+    return (config.hub_rate_per_hour * factor * rhythm.hour_weight(config, at)
+            * config.hub_weekday_weights[at.weekday()] + rhythm.burst_rate(at))
 
 
-def appearance_times(config: SimWebConfig, rng: random.Random, factor: float) -> list[datetime]:
+def appearance_times(config: SimWebConfig, rng: random.Random, factor: float,
+                     rhythm: HubRhythm | None = None) -> list[datetime]:
     """Event times of the hub's Poisson process over ``[start - backlog, start + horizon]``, sorted."""
     peak = config.hub_rate_per_hour * factor * max(config.hub_hour_weights) * max(config.hub_weekday_weights)
+    if rhythm is not None:
+        peak += rhythm.peak_burst_rate
     begin = config.start_time - config.hub_backlog
     end = config.start_time + config.hub_horizon
     times: list[datetime] = []
@@ -49,7 +57,7 @@ def appearance_times(config: SimWebConfig, rng: random.Random, factor: float) ->
         if hours > span:
             return times
         at = begin + timedelta(seconds=int(hours * 3600.0))
-        if rng.random() * peak < hourly_rate(config, at, factor):
+        if rng.random() * peak < hourly_rate(config, at, factor, rhythm):
             times.append(at)
 
 
@@ -59,6 +67,7 @@ class Hub:
 
     url: str
     articles: tuple[tuple[str, datetime], ...]
+    rhythm: HubRhythm = field(default_factory=HubRhythm)
 
     def listing(self, now: datetime, size: int) -> list[tuple[str, datetime]]:
         """Articles visible at ``now``, newest first, at most ``size`` of them."""
@@ -73,7 +82,9 @@ def build_hubs(config: SimWebConfig, hosts: dict[str, HostSpec], site: SiteLinks
     hubs: dict[str, Hub] = {}
     for host in hosts.values():
         for hub_url in host.hubs:
-            times = appearance_times(config, rng, rng.uniform(0.5, 1.5))
+            factor = rng.uniform(0.5, 1.5)
+            rhythm = draw_rhythm(config, hub_url, factor)
+            times = appearance_times(config, rng, factor, rhythm)
             articles: list[tuple[str, datetime]] = []
             previous: Page | None = None
             for n, at in enumerate(times, start=1):
@@ -81,7 +92,7 @@ def build_hubs(config: SimWebConfig, hosts: dict[str, HostSpec], site: SiteLinks
                 pages[page.url] = page
                 articles.append((page.url, at))
                 previous = page
-            hubs[hub_url] = Hub(hub_url, tuple(articles))
+            hubs[hub_url] = Hub(hub_url, tuple(articles), rhythm)
     return pages, hubs
 
 
