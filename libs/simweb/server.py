@@ -12,13 +12,17 @@ ordinary settings:
 Asked for its own address (``Host: 127.0.0.1:PORT``), it serves a directory of
 all home pages. Unknown hosts and paths answer 404 (so robots.txt of an unknown
 host is "missing", which allows everything). Every request is recorded in a
-:class:`~libs.simweb.request_log.RequestLog`.
+:class:`~libs.simweb.request_log.RequestLog`. With ``hostile``, the hosts of
+:mod:`libs.simweb.hostile` misbehave; with ``tls``, the server also listens for
+HTTPS on ``tls_port``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import ssl
 import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -28,6 +32,7 @@ from aiohttp import hdrs, web
 from aiohttp.web_runner import AppRunner
 
 from libs.simweb.clock import SimClock
+from libs.simweb.hostile import HostileWeb
 from libs.simweb.render import http_time, render_index
 from libs.simweb.request_log import RequestLog, RequestRecord
 from libs.simweb.web import SimWeb
@@ -70,6 +75,8 @@ class SimWebServer:
         port: int = 0,
         log_file: str | Path | None = None,
         gzip: bool = True,
+        hostile: HostileWeb | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         """``log_file``: also append each record there as a JSON line; ``gzip``: compress responses
         for clients that accept it (turn off to spare the server's CPU in throughput benchmarks)."""
@@ -79,14 +86,24 @@ class SimWebServer:
         self._bind_port = port
         self._log = RequestLog(log_file)
         self._gzip = gzip
+        self._hostile = hostile
+        self._tls = tls
         self._runner: AppRunner | None = None
         self._port: int | None = None
+        self._tls_port: int | None = None
 
     @property
     def port(self) -> int:
         if self._port is None:
             raise RuntimeError("server not started")
         return self._port
+
+    @property
+    def tls_port(self) -> int:
+        """The HTTPS port (with ``tls`` only)."""
+        if self._tls_port is None:
+            raise RuntimeError("server not started with tls")
+        return self._tls_port
 
     @property
     def url(self) -> str:
@@ -110,6 +127,9 @@ class SimWebServer:
         await site.start()
         self._runner = runner
         self._port = int(runner.addresses[0][1])
+        if self._tls is not None:
+            await web.TCPSite(runner, self._bind_host, 0, ssl_context=self._tls).start()
+            self._tls_port = int(runner.addresses[-1][1])
         self._log.open()
         logger.info("simulated web serving %d hosts at %s", len(self.web.hosts), self.url)
 
@@ -127,6 +147,16 @@ class SimWebServer:
             spec = self.web.hosts.get(host)
             if spec is not None and spec.latency > 0:
                 await asyncio.sleep(spec.latency)
+            if self._hostile is not None and self._hostile.serves(host):
+                answer = await self._hostile.respond(request, host)
+                status = answer.status
+                if answer.response is None:  # the connection was cut on purpose
+                    raise asyncio.CancelledError
+                if not answer.response.prepared:
+                    await answer.response.prepare(request)
+                with contextlib.suppress(ConnectionError):  # a client that gave up on a hostile body
+                    await answer.response.write_eof()
+                return answer.response
             response = self._respond(request, host)
             status = response.status
             await response.prepare(request)

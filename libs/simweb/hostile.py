@@ -1,0 +1,259 @@
+"""Hostile hosts of the simulated web: each misbehaves in one way a crawler must survive.
+
+Every host below ``HOSTILE_DOMAIN`` plays one part (:data:`HOSTILE_HOSTS` says
+which); its robots.txt answers 404 (everything allowed) unless the part is
+about robots.txt. A crawler must end each with bounded time and memory and a
+clear, recorded outcome:
+
+========================  ==================================================
+host                      behaviour
+========================  ==================================================
+slow-drip                 ``/slow``: 10 bytes every 0.5 s; ``/steady``: 10 KB/s, forever
+huge                      an endless HTML body
+bomb                      a gzip body that inflates to 256 MiB of zeros
+redirect-loop             ``/a`` -> ``/b`` -> ``/a``
+redirect-chain            ``/N`` redirects to ``/N-1``; ``/0`` is a page
+bad-charset               ``/invalid`` (bytes invalid in the declared UTF-8), ``/mixed``
+                          (header Latin-1, meta UTF-8, both kinds of bytes), ``/unknown``
+types                     ``/doc.pdf``, ``/image.png``, ``/data.json``, ``/untyped``
+reset                     ``/mid-body``: half a body, then a TCP reset; ``/at-once``: reset, no answer
+malformed                 ``/header-line`` (a line that is no header), ``/status-line``
+busy                      503 with ``Retry-After: 2``
+rate-limited              429 with ``Retry-After: 2``
+failing                   500, always
+no-such-host              never resolves (behind a proxy: 502, as a proxy answers)
+robots-huge               a 600 KiB robots.txt: ``/early/`` disallowed at the top, ``/late/`` past 500 KiB
+robots-redirect           robots.txt reached after 5 redirects (followed): ``/private/`` disallowed
+robots-redirect-6         robots.txt after 6 redirects (too many: everything allowed)
+robots-500                robots.txt answers 500 (everything disallowed for a while)
+robots-sitemap            robots.txt lists ``/sitemap.xml``, which lists ``/s/1`` .. ``/s/5``
+x-robots                  pages with two ``X-Robots-Tag`` headers
+ssrf                      redirects to ``http://169.254.169.254/latest/meta-data/``
+tls                       served only over HTTPS with a self-signed certificate (see ``tls.py``)
+========================  ==================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import struct
+import zlib
+from dataclasses import dataclass
+from functools import cache
+
+from aiohttp import web
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["HOSTILE_DOMAIN", "HOSTILE_HOSTS", "HostileAnswer", "HostileWeb", "hostile_host"]
+
+HOSTILE_DOMAIN = "hostile.test"
+HOSTILE_HOSTS = (
+    "slow-drip", "huge", "bomb", "redirect-loop", "redirect-chain", "bad-charset", "types", "reset",
+    "malformed", "busy", "rate-limited", "failing", "no-such-host", "robots-huge", "robots-redirect",
+    "robots-redirect-6", "robots-500", "robots-sitemap", "x-robots", "ssrf", "tls",
+)
+BOMB_DECODED_BYTES = 256 * 1024 * 1024
+_HTML = "text/html"
+
+
+def hostile_host(part: str) -> str:
+    """The host name playing ``part`` (one of :data:`HOSTILE_HOSTS`)."""
+    if part not in HOSTILE_HOSTS:
+        raise ValueError(f"no hostile host plays {part!r}")
+    return f"{part}.{HOSTILE_DOMAIN}"
+
+
+@dataclass(frozen=True)
+class HostileAnswer:
+    """What was answered: the status to log, and the response (None when the connection was cut instead)."""
+
+    status: int
+    response: web.StreamResponse | None
+
+
+@cache
+def _bomb() -> bytes:
+    """The gzip body, built once from 1 MiB blocks (the 256 MiB are never in memory here either)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1024 * 1024)
+    parts = [compressor.compress(block) for _ in range(BOMB_DECODED_BYTES // len(block))]
+    return b"".join([*parts, compressor.flush()])
+
+
+def _page(text: str) -> web.Response:
+    return web.Response(text=f"<!doctype html><title>{text}</title><p>{text}</p>\n", content_type=_HTML)
+
+
+class HostileWeb:
+    """Answers requests to hostile hosts; the server asks :meth:`serves` first."""
+
+    def serves(self, host: str) -> bool:
+        return host.endswith("." + HOSTILE_DOMAIN) and host[: -len(HOSTILE_DOMAIN) - 1] in HOSTILE_HOSTS
+
+    async def respond(self, request: web.Request, host: str) -> HostileAnswer:
+        part = host[: -len(HOSTILE_DOMAIN) - 1]
+        path = request.rel_url.path
+        if path == "/robots.txt" and not part.startswith("robots-"):
+            return HostileAnswer(404, web.Response(status=404, text="no robots.txt\n"))
+        handler = getattr(self, "_" + part.replace("-", "_"))
+        answer: HostileAnswer = await handler(request, path)
+        return answer
+
+    # one method per part ---------------------------------------------------------------------
+
+    async def _slow_drip(self, request: web.Request, path: str) -> HostileAnswer:
+        size, pause = (10, 0.5) if path == "/slow" else (1000, 0.1)
+        response = web.StreamResponse(headers={"Content-Type": _HTML})
+        await response.prepare(request)
+        try:
+            for _ in range(6000):
+                await response.write(b"<p>" + b"d" * max(0, size - 3))
+                await asyncio.sleep(pause)
+        except (ConnectionError, RuntimeError):
+            pass  # the client gave up, as it should
+        return HostileAnswer(200, response)
+
+    async def _huge(self, request: web.Request, path: str) -> HostileAnswer:
+        response = web.StreamResponse(headers={"Content-Type": _HTML})
+        await response.prepare(request)
+        chunk = b"<p>" + b"h" * 65_000 + b"</p>\n"
+        try:
+            for _ in range(16_000):  # about 1 GiB at most
+                await response.write(chunk)
+        except (ConnectionError, RuntimeError):
+            pass
+        return HostileAnswer(200, response)
+
+    async def _bomb(self, request: web.Request, path: str) -> HostileAnswer:
+        body = await asyncio.get_running_loop().run_in_executor(None, _bomb)
+        return HostileAnswer(200, web.Response(body=body, headers={"Content-Type": _HTML, "Content-Encoding": "gzip"}))
+
+    async def _redirect_loop(self, request: web.Request, path: str) -> HostileAnswer:
+        return HostileAnswer(302, web.Response(status=302, headers={"Location": "/b" if path == "/a" else "/a"}))
+
+    async def _redirect_chain(self, request: web.Request, path: str) -> HostileAnswer:
+        step = path.strip("/")
+        if not step.isdigit() or int(step) == 0:
+            return HostileAnswer(200, _page("end of the chain"))
+        return HostileAnswer(301, web.Response(status=301, headers={"Location": f"/{int(step) - 1}"}))
+
+    async def _bad_charset(self, request: web.Request, path: str) -> HostileAnswer:
+        if path == "/invalid":
+            body, ctype = b"<p>caf\xc3\xa9 \xff\xfe\xc3 broken \xed\xa0\x80 utf-8</p>", "text/html; charset=utf-8"
+        elif path == "/mixed":
+            body = ('<meta charset="utf-8"><p>caf\u00e9 '.encode() + "na\u00efve".encode("latin-1") + b"</p>")
+            ctype = "text/html; charset=iso-8859-1"
+        else:
+            body, ctype = b"<p>plain words</p>", "text/html; charset=x-no-such-charset"
+        return HostileAnswer(200, web.Response(body=body, headers={"Content-Type": ctype}))
+
+    async def _types(self, request: web.Request, path: str) -> HostileAnswer:
+        kinds = {
+            "/doc.pdf": ("application/pdf", b"%PDF-1.4\n" + b"0" * 20_000),
+            "/image.png": ("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 20_000),
+            "/data.json": ("application/json", b'{"not": "html"}'),
+        }
+        if path in kinds:
+            ctype, body = kinds[path]
+            return HostileAnswer(200, web.Response(body=body, headers={"Content-Type": ctype}))
+        transport = request.transport  # aiohttp would add a Content-Type: write the answer by hand
+        if transport is not None:
+            body = b"\x00\x01binary without a type"
+            transport.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+            transport.close()
+        return HostileAnswer(200, None)
+
+    async def _reset(self, request: web.Request, path: str) -> HostileAnswer:
+        transport = request.transport
+        if transport is None:
+            return HostileAnswer(0, None)
+        if path == "/mid-body":
+            transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n<p>half")
+            await asyncio.sleep(0.05)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+        transport.abort()
+        return HostileAnswer(200 if path == "/mid-body" else 0, None)
+
+    async def _malformed(self, request: web.Request, path: str) -> HostileAnswer:
+        transport = request.transport
+        if transport is None:
+            return HostileAnswer(0, None)
+        if path == "/status-line":
+            transport.write(b"HTTP/1.1 two hundred OK\r\nContent-Length: 2\r\n\r\nhi")
+        else:
+            transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nThis is no header\r\n"
+                            b"Content-Length: 5\r\n\r\nhello")
+        transport.close()
+        return HostileAnswer(200, None)
+
+    async def _busy(self, request: web.Request, path: str) -> HostileAnswer:
+        return HostileAnswer(503, web.Response(status=503, text="busy\n", headers={"Retry-After": "2"}))
+
+    async def _rate_limited(self, request: web.Request, path: str) -> HostileAnswer:
+        return HostileAnswer(429, web.Response(status=429, text="slow down\n", headers={"Retry-After": "2"}))
+
+    async def _failing(self, request: web.Request, path: str) -> HostileAnswer:
+        return HostileAnswer(500, web.Response(status=500, text="broken\n"))
+
+    async def _no_such_host(self, request: web.Request, path: str) -> HostileAnswer:
+        return HostileAnswer(502, web.Response(status=502, text="proxy: cannot resolve host\n"))
+
+    async def _robots_huge(self, request: web.Request, path: str) -> HostileAnswer:
+        if path != "/robots.txt":
+            return HostileAnswer(200, _page(path))
+        filler = "".join(f"# line {i:06d} of padding to make this file large\n" for i in range(12_000))
+        text = "User-agent: *\nDisallow: /early/\n" + filler + "Disallow: /late/\n"
+        return HostileAnswer(200, web.Response(text=text, content_type="text/plain"))
+
+    async def _robots_redirect(self, request: web.Request, path: str) -> HostileAnswer:
+        return self._robots_hops(path, 5)
+
+    async def _robots_redirect_6(self, request: web.Request, path: str) -> HostileAnswer:
+        return self._robots_hops(path, 6)
+
+    @staticmethod
+    def _robots_hops(path: str, hops: int) -> HostileAnswer:
+        if path == "/robots.txt":
+            return HostileAnswer(301, web.Response(status=301, headers={"Location": "/hop/1"}))
+        if path.startswith("/hop/"):
+            step = int(path.rsplit("/", 1)[1])
+            target = f"/hop/{step + 1}" if step < hops - 1 else "/real-robots.txt"
+            return HostileAnswer(301, web.Response(status=301, headers={"Location": target}))
+        if path == "/real-robots.txt":
+            text = "User-agent: *\nDisallow: /private/\n"
+            return HostileAnswer(200, web.Response(text=text, content_type="text/plain"))
+        return HostileAnswer(200, _page(path))
+
+    async def _robots_500(self, request: web.Request, path: str) -> HostileAnswer:
+        if path == "/robots.txt":
+            return HostileAnswer(500, web.Response(status=500, text="broken\n"))
+        return HostileAnswer(200, _page(path))
+
+    async def _robots_sitemap(self, request: web.Request, path: str) -> HostileAnswer:
+        origin = f"{request.scheme}://{request.host}"  # with the port the request used (host-map mode)
+        if path == "/robots.txt":
+            text = f"User-agent: *\nDisallow:\nSitemap: {origin}/sitemap.xml\n"
+            return HostileAnswer(200, web.Response(text=text, content_type="text/plain"))
+        if path == "/sitemap.xml":
+            urls = "".join(f"<url><loc>{origin}/s/{i}</loc></url>" for i in range(1, 6))
+            body = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
+            return HostileAnswer(200, web.Response(text=body, content_type="application/xml"))
+        return HostileAnswer(200, _page(path))
+
+    async def _x_robots(self, request: web.Request, path: str) -> HostileAnswer:
+        response = _page(path)
+        response.headers.add("X-Robots-Tag", "noindex")
+        response.headers.add("X-Robots-Tag", "nofollow")
+        return HostileAnswer(200, response)
+
+    async def _ssrf(self, request: web.Request, path: str) -> HostileAnswer:
+        location = "http://169.254.169.254/latest/meta-data/"
+        return HostileAnswer(302, web.Response(status=302, headers={"Location": location}))
+
+    async def _tls(self, request: web.Request, path: str) -> HostileAnswer:
+        return HostileAnswer(200, _page("only over https, with a certificate nobody signed"))
