@@ -1,21 +1,26 @@
 """Link base at scale: insert rate and "seen" checks with 1 million and then 10 million links stored.
 
-One throwaway PostgreSQL (durable unless ``--fast``), one migrated database. The stored
+One throwaway PostgreSQL (durable unless ``--fast``; shared buffers and WAL sized for the
+machine, :data:`TUNING`, unless ``--untuned``), one migrated database. The stored
 graph is bulk-loaded (COPY with the indexes dropped, then rebuilt: only the preload takes
-this shortcut) in two steps, to ``--small`` and then to ``--large`` links, with the shape a
+this shortcut), one database with ``--small`` and one with ``--large`` links, with the shape a
 crawl leaves: 20,000 hosts, 50 links per fetched page, half of them to the host's 25
 navigation pages and half to URLs seen nowhere else. At each size it measures, through the
 service's own code:
 
-- inserts: ``build_batch`` + ``LinkStore.write`` of fresh page-links batches (``--pages``
-  pages of 50 links each; the pages are stored, never-fetched URLs; half of their links go
-  to URLs already stored, half to new ones), links per second; also the store's write alone
-  (the database side, without normalising the batch's URLs);
+- inserts: fresh page-links batches (``--pages`` pages of 50 links each; the pages are
+  stored, never-fetched URLs; half of their links go to URLs already stored, half to new
+  ones) through the handler's path, ``write_pipelined`` (rows of the next chunk built while
+  the previous one is written), links per second of wall time and per CPU-second of this
+  process; also other batches through ``LinkStore.write`` alone, rows built beforehand (the
+  database side);
 - seen checks: :func:`services.linkbase.seen.seen` on batches of 10,000 URLs, half stored
   and half not, URL checks per second (the plan is printed: primary-key index probes).
 
-The baseline is the same measurement at the smaller size, in the same run; the figure to
-read is how each rate holds up from the small to the large graph.
+The baseline is the same measurement on the smaller graph, in the same run: the two graphs
+are two databases on one server, preloaded first, then measured in alternation (small then
+large, large then small, ...), so that a drift of the shared machine's speed falls on both;
+the figure to read is how each rate holds up from the small to the large graph.
 
     .venv/bin/python -m bench.linkbase_scale [--small 1000000 --large 10000000] [--fast] [--json]
 """
@@ -29,6 +34,7 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import mmh3
@@ -41,12 +47,15 @@ from libs.common.db.settings import DatabaseSettings
 from libs.common.kafka.consumer import Record
 from libs.common.topics import PAGE_LINKS
 from libs.common.wire import messages as pb
+from libs.localinfra import LocalPostgres
 from services.linkbase.batch import build_batch
+from services.linkbase.handler import write_pipelined
 from services.linkbase.rows import UrlRef, host_id, resolve
 from services.linkbase.seen import (
     SEEN_SQL,  # the query the service runs
     seen,
 )
+from services.linkbase.settings import LinkbaseSettings
 from services.linkbase.store import LinkStore
 
 MIGRATIONS = REPO / "services" / "linkbase" / "migrations"
@@ -54,7 +63,28 @@ HOSTS = 20_000
 NAV = 25
 LINKS_PER_PAGE = 50
 SEEN_BATCH = 10_000
+CHUNK = LinkbaseSettings().write_chunk
 FETCHED_AT_MS = 1_700_000_000_000
+
+# A server sized like a production one for this machine (24 GiB): the defaults (128 MB of
+# shared buffers, checkpoints every 1 GB of WAL) make any random-key index of millions of rows
+# spend its time evicting pages and writing full-page images after each checkpoint.
+TUNING = {"shared_buffers": "2GB", "max_wal_size": "8GB", "checkpoint_timeout": "30min",
+          "maintenance_work_mem": "512MB", "effective_cache_size": "8GB"}
+
+
+@contextmanager
+def tuned_postgres(fast: bool, tuned: bool = True) -> Iterator[LocalPostgres]:
+    """The harness's throwaway server, restarted once with :data:`TUNING` (unless ``tuned`` is off)."""
+    with throwaway_postgres(fast) as server:
+        if tuned:
+            with psycopg.connect(server.dsn("postgres"), autocommit=True) as conn:
+                for name, value in TUNING.items():
+                    conn.execute(f"ALTER SYSTEM SET {name} = '{value}'".encode())
+            server.stop()
+            server.ensure_started()
+        yield server
+
 
 # Indexes dropped during the bulk preload and rebuilt after it (names from migration 0003).
 _DROP = [
@@ -178,73 +208,109 @@ def seen_batches(stored_pages: int, batches: int, salt: int) -> list[list[UrlRef
     return out
 
 
-async def measure_at(dsn: str, stored_pages: int, insert_rounds: int, pages: int, seen_rounds: int) -> dict[str, Any]:
-    db = Database(DatabaseSettings(dsn=dsn, pool_max=2), "bench-scale")
-    await db.start()
-    try:
-        store = LinkStore(db)
-        rates: list[float] = []
-        write_rates: list[float] = []
-        first = stored_pages - (insert_rounds + 1) * pages
-        warm, *timed = insert_batches(first, insert_rounds + 1, pages)
-        await store.write(build_batch(warm))  # untimed: first connection, plans, caches
-        for records in timed:
-            resolve.cache_clear()
-            links = sum(len(r.value.links) for r in records)
+class Size:
+    """One stored graph (its own database) and the figures measured on it."""
+
+    def __init__(self, dsn: str, stored_pages: int, rounds: int, pages: int, seen_rounds: int) -> None:
+        self.stored_pages = stored_pages
+        self.db = Database(DatabaseSettings(dsn=dsn, pool_max=2), "bench-scale")
+        self.store = LinkStore(self.db)
+        first = stored_pages - (2 * rounds + 1) * pages
+        self.warm, *self.inserts = insert_batches(first, 2 * rounds + 1, pages)
+        self.warm_seen, *self.checks = seen_batches(stored_pages, seen_rounds + 1, stored_pages + 7)
+        self.rates: list[float] = []
+        self.write_rates: list[float] = []
+        self.cpu_rates: list[float] = []
+        self.check_rates: list[float] = []
+        self.found = 0
+
+    async def warm_up(self) -> None:
+        """Untimed: first connections, plans, caches."""
+        await self.db.start()
+        await self.store.write(build_batch(self.warm))
+        async with self.db.connection() as conn:
+            await seen(conn, self.warm_seen)
+
+    async def insert(self, round_no: int) -> None:
+        """One batch through the handler's path, and another through the store alone."""
+        records = self.inserts[2 * round_no]
+        resolve.cache_clear()
+        links = sum(len(r.value.links) for r in records)
+        started, cpu_started = time.perf_counter(), time.process_time()
+        await write_pipelined(self.store, records, CHUNK)
+        self.rates.append(links / (time.perf_counter() - started))
+        self.cpu_rates.append(links / (time.process_time() - cpu_started))
+        records = self.inserts[2 * round_no + 1]
+        batch = build_batch(records)
+        started = time.perf_counter()
+        await self.store.write(batch)
+        self.write_rates.append(sum(len(r.value.links) for r in records) / (time.perf_counter() - started))
+        print(f"  {self.stored_pages * LINKS_PER_PAGE:,} stored: insert {self.rates[-1]:,.0f} links/s"
+              f" (store alone {self.write_rates[-1]:,.0f})", file=sys.stderr)
+
+    async def check(self, round_no: int) -> None:
+        refs = self.checks[round_no]
+        async with self.db.connection() as conn:
             started = time.perf_counter()
-            batch = build_batch(records)
-            built = time.perf_counter()
-            await store.write(batch)
-            done = time.perf_counter()
-            rates.append(links / (done - started))
-            write_rates.append(links / (done - built))
-            print(f"  {stored_pages * LINKS_PER_PAGE:,} stored: insert {rates[-1]:,.0f} links/s"
-                  f" (store alone {write_rates[-1]:,.0f})", file=sys.stderr)
-        checks: list[float] = []
-        found = 0
-        async with db.connection() as conn:
-            for refs in seen_batches(stored_pages, seen_rounds + 1, stored_pages)[:1]:
-                await seen(conn, refs)  # untimed warm-up
-            for refs in seen_batches(stored_pages, seen_rounds, stored_pages + 7):
-                started = time.perf_counter()
-                known = await seen(conn, refs)
-                checks.append(len(refs) / (time.perf_counter() - started))
-                found += len(known)
+            known = await seen(conn, refs)
+            self.check_rates.append(len(refs) / (time.perf_counter() - started))
+        self.found += len(known)
+
+    async def figures(self) -> dict[str, Any]:
+        refs = self.checks[0]
+        async with self.db.connection() as conn:
             cur = await conn.execute(b"EXPLAIN " + SEEN_SQL.encode(), ([r.host_id for r in refs], [r.fp for r in refs]))
             plan = [row[0] for row in await cur.fetchall()]
             cur = await conn.execute(
                 "SELECT (SELECT count(*) FROM linkbase.links), (SELECT count(*) FROM linkbase.urls)")
             row = await cur.fetchone()
             assert row is not None
-    finally:
-        await db.stop()
-    return {
-        "stored_links": int(row[0]),
-        "stored_urls": int(row[1]),
-        "insert_links_per_s": {"median": statistics.median(rates), "min": min(rates), "max": max(rates),
-                               "batches": len(rates)},
-        "store_write_links_per_s": {"median": statistics.median(write_rates), "min": min(write_rates),
-                                    "max": max(write_rates)},
-        "seen_checks_per_s": {"median": statistics.median(checks), "min": min(checks), "max": max(checks),
-                              "batches": len(checks), "found_share": found / (len(checks) * SEEN_BATCH)},
-        "seen_plan_uses_index": any("Index" in line for line in plan) and not any("Seq Scan" in line for line in plan),
-    }
+        await self.db.stop()
+        return {
+            "stored_links": int(row[0]),
+            "stored_urls": int(row[1]),
+            "insert_links_per_s": _spread(self.rates),
+            "store_write_links_per_s": _spread(self.write_rates),
+            "insert_links_per_cpu_second": statistics.median(self.cpu_rates),
+            "seen_checks_per_s": {**_spread(self.check_rates),
+                                  "found_share": self.found / (len(self.check_rates) * SEEN_BATCH)},
+            "seen_plan_uses_index": any("Index" in line for line in plan)
+            and not any("Seq Scan" in line for line in plan),
+        }
 
 
-async def run(small: int, large: int, rounds: int, pages: int, seen_rounds: int, fast: bool) -> dict[str, Any]:
-    small_pages, large_pages = small // LINKS_PER_PAGE, large // LINKS_PER_PAGE
+def _spread(rates: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(rates), "min": min(rates), "max": max(rates), "count": len(rates)}
+
+
+async def run(
+    small: int, large: int, rounds: int, pages: int, seen_rounds: int, fast: bool, tuned: bool
+) -> dict[str, Any]:
     results: dict[str, Any] = {"benchmark": "linkbase_scale", "workload": {
         "hosts": HOSTS, "links_per_page": LINKS_PER_PAGE, "insert_batches": rounds, "pages_per_batch": pages,
-        "seen_batch": SEEN_BATCH, "postgres": "fsync off" if fast else "durable (fsync on)"}, "sizes": []}
-    with throwaway_postgres(fast) as server, fresh_database(server, "bench_linkbase_scale") as dsn:
-        apply_migrations(dsn, "linkbase", MIGRATIONS)
-        loaded = 0
-        for target in (small_pages, large_pages):
-            seconds = await asyncio.to_thread(bulk_load, dsn, loaded, target - loaded)
-            print(f"  preloaded {target * LINKS_PER_PAGE:,} links in {seconds:.0f} s", file=sys.stderr)
-            loaded = target
-            figures = await measure_at(dsn, loaded, rounds, pages, seen_rounds)
-            results["sizes"].append({"preload_seconds": round(seconds, 1), **figures})
+        "seen_batch": SEEN_BATCH, "postgres": "fsync off" if fast else "durable (fsync on)",
+        "tuning": TUNING if tuned else "defaults"}, "sizes": []}
+    with tuned_postgres(fast, tuned) as server, fresh_database(server, "bench_scale_small") as small_dsn, \
+            fresh_database(server, "bench_scale_large") as large_dsn:
+        sizes: list[Size] = []
+        for dsn, links in ((small_dsn, small), (large_dsn, large)):
+            apply_migrations(dsn, "linkbase", MIGRATIONS)
+            seconds = await asyncio.to_thread(bulk_load, dsn, 0, links // LINKS_PER_PAGE)
+            print(f"  preloaded {links:,} links in {seconds:.0f} s", file=sys.stderr)
+            sizes.append(Size(dsn, links // LINKS_PER_PAGE, rounds, pages, seen_rounds))
+            results.setdefault("preload_seconds", []).append(round(seconds, 1))
+        for size in sizes:
+            await size.warm_up()
+        # Alternate the two graphs (small, large; then large, small; ...) so that a drift of the
+        # machine's speed (it is shared) falls on both alike.
+        for round_no in range(max(rounds, seen_rounds)):
+            order = sizes if round_no % 2 == 0 else sizes[::-1]
+            for size in order:
+                if round_no < rounds:
+                    await size.insert(round_no)
+                if round_no < seen_rounds:
+                    await size.check(round_no)
+        results["sizes"] = [await size.figures() for size in sizes]
     first, last = results["sizes"][0], results["sizes"][-1]
     results["insert_ratio_large_to_small"] = (last["insert_links_per_s"]["median"]
                                               / first["insert_links_per_s"]["median"])
@@ -276,9 +342,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="Timed insert batches at each size.")
     parser.add_argument("--pages", type=int, default=500, help="Pages (of 50 links) per insert batch.")
     parser.add_argument("--seen-rounds", type=int, default=20, help="Timed seen-check batches at each size.")
+    parser.add_argument("--untuned", action="store_true", help="Keep PostgreSQL's default memory and WAL settings.")
     add_postgres_options(parser)
     args = parser.parse_args()
-    results = asyncio.run(run(args.small, args.large, args.rounds, args.pages, args.seen_rounds, args.fast))
+    results = asyncio.run(run(args.small, args.large, args.rounds, args.pages, args.seen_rounds, args.fast,
+                              not args.untuned))
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -1,9 +1,13 @@
-"""The linkbase consumer handler: one consumed batch, one database transaction, then the outbox.
+"""The linkbase consumer handler: a consumed batch in pipelined chunks, then the outbox.
 
 Consumes page links, documents, duplicate verdicts and fetch outcomes (dispatched by
-topic in :mod:`services.linkbase.batch`). The whole batch is validated before anything
-is written, so a poison message raises PoisonMessage (the consumer isolates and
-dead-letters it) and a database outage raises psycopg.OperationalError (retried).
+topic in :mod:`services.linkbase.batch`). A batch is cut into chunks of ``chunk`` messages,
+each validated and turned into rows (CPU work, in a thread) while the previous chunk is
+being written (database work, one transaction per chunk), so the two overlap. A poison
+message raises PoisonMessage before its chunk is written (the consumer then retries the
+batch message by message, and dead-letters the poison; rewriting the chunks already
+written changes nothing, every write being idempotent); a database outage raises
+psycopg.OperationalError (retried).
 """
 
 from __future__ import annotations
@@ -13,22 +17,38 @@ import logging
 from typing import Any
 
 from libs.common.kafka.consumer import Record
-from services.linkbase.batch import build_batch
+from services.linkbase.batch import LinkbaseBatch, build_batch
 from services.linkbase.outbox import DiscoveryPublisher
 from services.linkbase.store import LinkStore
 
 log = logging.getLogger(__name__)
 
 
+async def write_pipelined(store: LinkStore, records: list[Record[Any]], chunk: int) -> None:
+    """Builds chunk k + 1 in a thread while chunk k is written; one transaction per chunk."""
+    size = max(1, chunk)
+    chunks = [records[i : i + size] for i in range(0, len(records), size)]
+    building: asyncio.Task[LinkbaseBatch] | None = None
+    try:
+        for number in range(len(chunks)):
+            batch = await (building or asyncio.to_thread(build_batch, chunks[number]))
+            building = None
+            if number + 1 < len(chunks):
+                building = asyncio.ensure_future(asyncio.to_thread(build_batch, chunks[number + 1]))
+            await store.write(batch)
+    finally:
+        if building is not None:  # the write failed: do not leave the next build behind
+            await asyncio.gather(building, return_exceptions=True)
+
+
 class LinkbaseHandler:
-    def __init__(self, store: LinkStore, publisher: DiscoveryPublisher) -> None:
+    def __init__(self, store: LinkStore, publisher: DiscoveryPublisher, chunk: int = 100) -> None:
         self._store = store
         self._publisher = publisher
+        self._chunk = chunk
 
     async def __call__(self, records: list[Record[Any]]) -> None:
-        # Normalising thousands of links is CPU work: keep the event loop (gRPC) responsive.
-        batch = await asyncio.to_thread(build_batch, records)
-        await self._store.write(batch)
+        await write_pipelined(self._store, records, self._chunk)
         try:
             await self._publisher.publish_pending()
         except Exception as exc:  # the rows stay pending; the outbox's own loop retries

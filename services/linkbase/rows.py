@@ -9,13 +9,14 @@ recorded at all (no URL, or a page URL that is not crawlable) raises
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import mmh3
 
 from libs.common.errors import PoisonMessage
-from libs.common.urls import InvalidUrl, normalize_url
+from libs.common.urls import DEFAULT_POLICY, InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
 
 ANCHOR_LIMIT = 500
@@ -79,6 +80,32 @@ class UrlRef:
         return (self.host_id, self.fp)
 
 
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+# URLs this matches are already in normal form (normalize_url returns them unchanged; a
+# property test checks it): http(s), a lower-case DNS host of letters, digits and hyphens
+# ending in an alphabetic top-level label (not an IPv4 address), no port, no user, a path of
+# unreserved and sub-delimiter characters only (no escapes, no ";" parameters), no query.
+_ALREADY_NORMAL = re.compile(rf"https?://((?:{_LABEL}\.)+[a-z]{{2,63}})(/[A-Za-z0-9._~!$&'()*+,=:@-]*)+")
+
+
+def normal_form(url: str) -> str:
+    """``normalize_url(url)``, skipping the work for a URL that is visibly in normal form already.
+
+    Links arrive normalised by the extractor (the proto's contract), so most take the short
+    path; anything else (escapes, a query, a port, an IDN, dot segments, ...) is normalised.
+    """
+    match = _ALREADY_NORMAL.fullmatch(url)
+    if (
+        match is not None
+        and len(url) <= DEFAULT_POLICY.max_length
+        and len(match.group(1)) <= 253
+        and "xn--" not in match.group(1)
+        and not any(segment in (".", "..") for segment in url[match.end(1) :].split("/"))
+    ):
+        return url
+    return normalize_url(url)
+
+
 def _host_of(normalized: str) -> str:
     """The host of a URL in normal form, as ``urlsplit(...).hostname`` gives it (no port, no brackets)."""
     authority = normalized.partition("://")[2]
@@ -97,7 +124,7 @@ def resolve(url: str) -> UrlRef:
     The URL is normalised once: its fingerprint is :func:`~libs.common.urls.url_fingerprint`'s
     hash taken of the normal form directly (``url_fingerprint`` would normalise it again).
     """
-    normalized = normalize_url(url)
+    normalized = normal_form(url)
     host = _host_of(normalized)
     fp: int = mmh3.hash64(normalized.encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
     return UrlRef(fp, normalized, host, host_id(host))

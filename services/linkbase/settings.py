@@ -14,6 +14,12 @@ class LinkbaseSettings:
     batch_size: int = setting(
         "TRAWL_LINKBASE_BATCH_SIZE", 500, "Most messages handled per consumed batch (one database transaction)."
     )
+    write_chunk: int = setting(
+        "TRAWL_LINKBASE_WRITE_CHUNK",
+        100,
+        "Messages per write transaction: a batch's chunks are written one after the other while the next "
+        "one's rows are built, so normalising and writing overlap.",
+    )
     publish_interval: float = setting(
         "TRAWL_LINKBASE_PUBLISH_INTERVAL_SECONDS",
         2.0,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from libs.common.urls import url_fingerprint
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from libs.common.urls import InvalidUrl, url_fingerprint
 from libs.common.wire import messages as pb
 from services.linkbase.rows import (
     LinkRow,
@@ -10,6 +13,7 @@ from services.linkbase.rows import (
     UrlRef,
     host_id,
     merge_links,
+    normal_form,
     path_key,
     resolve,
     targets_of,
@@ -110,3 +114,25 @@ def test_resolve_agrees_with_the_shared_fingerprint_and_host() -> None:
                 "http://192.168.0.1/", "http://xn--bcher-kva.test/?q", "HTTPS://a.test"):
         ref = resolve(raw)
         assert (ref.fp, ref.host) == (url_fingerprint(raw), url_host(raw)), raw
+
+
+_FAST = r"https?://(?:[a-z0-9](?:[a-z0-9-]{0,8}[a-z0-9])?\.){1,3}[a-z]{2,6}(?:/[A-Za-z0-9._~!$&'()*+,=:@%;?#-]{0,12}){1,4}"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.from_regex(_FAST, fullmatch=True))
+def test_the_short_path_agrees_with_the_normaliser(url: str) -> None:
+    from libs.common.urls import normalize_url
+
+    try:
+        expected = normalize_url(url)
+    except InvalidUrl:
+        return
+    assert normal_form(url) == expected
+
+
+def test_urls_not_visibly_normal_take_the_normaliser() -> None:
+    for raw, normal in (("http://a.test/./x", "http://a.test/x"), ("http://A.test/x", "http://a.test/x"),
+                        ("http://a.test:80/x", "http://a.test/x"), ("http://a.test/x?utm_source=y", "http://a.test/x"),
+                        ("http://0x7f.1/x", "http://127.0.0.1/x"), ("http://a.test/%7Ex", "http://a.test/~x")):
+        assert normal_form(raw) == normal
