@@ -29,12 +29,9 @@ User information (``user:pass@``) is kept, percent-normalised like the path.
 
 The configurable part (parameters stripped, query sorting, length limit) is a
 :class:`UrlPolicy`; :class:`UrlSettings` reads it from the environment in a
-service's ``main()``. Why not w3lib's ``canonicalize_url``: measured on the
-rule table of ``tests/unit/common/test_urls.py`` (w3lib 2.5), it keeps default
-ports, decodes reserved escapes (``%3A`` becomes ``:``, a different resource),
-maps ``faß.de`` to ``fass.de`` (transitional IDNA, not what browsers do),
-always sorts and keeps blank parameters, and is slower (17 us against 12 us a
-URL); resolution uses the standard library and IDNA the ``idna`` package.
+service's ``main()``. Why not w3lib's ``canonicalize_url``: it gets 19 of the 39
+rows of our rule table wrong, some by naming another resource (``%3A`` decoded
+in a path); see ``docs/architecture.md`` and ``bench/extractor_url_normaliser.py``.
 """
 
 from __future__ import annotations
@@ -84,29 +81,10 @@ _IPV4_PART_RE = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
 _RAW_LENGTH_FACTOR = 4
 _MAX_REASON_SCHEME = 32
 _DEFAULT_MAX_LENGTH = 2048
-# Click identifiers of ad and mail platforms, analytics cross-domain markers, session ids.
-_DEFAULT_STRIP_PARAMS = (
-    "utm_*",
-    "fbclid",
-    "gclid",
-    "gbraid",
-    "wbraid",
-    "dclid",
-    "msclkid",
-    "yclid",
-    "igshid",
-    "mc_cid",
-    "mc_eid",
-    "_ga",
-    "_gl",
-    "sessionid",
-    "phpsessid",
-    "jsessionid",
-    "aspsessionid",
-    "sid",
-    "oscsid",
-    "zenid",
-)
+# Click identifiers of ad and mail platforms, analytics cross-domain markers; session ids.
+_CLICK_IDS = ("utm_*", "fbclid", "gclid", "gbraid", "wbraid", "dclid", "msclkid", "yclid", "igshid", "mc_cid", "mc_eid")
+_SESSION_IDS = ("sessionid", "phpsessid", "jsessionid", "aspsessionid", "sid", "oscsid", "zenid")
+_DEFAULT_STRIP_PARAMS = (*_CLICK_IDS, "_ga", "_gl", *_SESSION_IDS)
 
 
 class InvalidUrl(ValueError):
