@@ -6,11 +6,13 @@ it against its own cluster. The guard judges addresses *after* name resolution:
 
 * :class:`GuardedResolver` filters what the connection pool resolves (direct
   mode), so the address checked is the address connected to;
-* :meth:`TargetGuard.check` judges a target before it is requested: IP-literal
-  hosts (which aiohttp never sends through a resolver) and, in proxy mode,
-  the fetcher's own resolution of the target name (the proxy resolves it
-  again; a name that does not resolve here is left to the proxy, which must
-  then enforce its own rules, unless ``proxy_unresolved`` is off).
+* :meth:`TargetGuard.check` judges a target before it is requested (and a
+  redirect target before robots.txt is asked about it): IP-literal hosts
+  (which aiohttp never sends through a resolver) and the fetcher's own
+  resolution of the name, cached a while. In proxy mode that is the only
+  check (the proxy resolves the name again); a name that does not resolve
+  here is then left to the proxy, which must enforce its own rules, unless
+  ``proxy_unresolved`` is off.
 
 An explicit allow-list (:class:`AddressPolicy`) of networks (``127.0.0.0/8``) and
 host names (``site.test``, ``*.test``) permits exceptions, such as the simulated
@@ -151,8 +153,10 @@ class GuardedResolver(AbstractResolver):
 class TargetGuard:
     """Judges a request's target host before it is sent (see the module docstring).
 
-    ``resolver`` is asked only in proxy mode; its verdicts are cached for
-    ``ttl`` seconds (at most ``max_entries`` names).
+    ``resolver`` answers for names; its verdicts are cached for ``ttl``
+    seconds (at most ``max_entries`` names). ``proxy`` says the requests go
+    through a proxy (a name that does not resolve here is then judged by
+    ``proxy_unresolved``; without a proxy the connection fails anyway).
     """
 
     def __init__(
@@ -160,12 +164,14 @@ class TargetGuard:
         policy: AddressPolicy,
         resolver: AbstractResolver | None,
         *,
+        proxy: bool = False,
         proxy_unresolved: bool = True,
         ttl: float = 300.0,
         max_entries: int = 10_000,
     ) -> None:
         self._policy = policy
         self._resolver = resolver
+        self._proxy = proxy
         self._proxy_unresolved = proxy_unresolved
         self._ttl = ttl
         self._max_entries = max_entries
@@ -180,7 +186,7 @@ class TargetGuard:
             reason = self._policy.refusal(host)
             return None if reason is None else f"{ERROR_BLOCKED_ADDRESS}:{host} ({reason})"
         if self._resolver is None:
-            return None  # the connection pool's GuardedResolver judges it
+            return None  # the connection pool's GuardedResolver judges it when connecting
         cached = self._cache.get(host)
         now = time.monotonic()
         if cached is not None and cached[0] > now:
@@ -197,7 +203,7 @@ class TargetGuard:
         try:
             results = await self._resolver.resolve(host, 0, socket.AF_UNSPEC)
         except OSError as exc:
-            if self._proxy_unresolved:
+            if not self._proxy or self._proxy_unresolved:
                 return None
             return f"dns_error:{host}: {exc}"
         for result in results:

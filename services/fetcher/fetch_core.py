@@ -25,6 +25,7 @@ from typing import Literal
 
 from yarl import URL
 
+from services.fetcher.address_guard import ERROR_BLOCKED_ADDRESS
 from services.fetcher.clock import Clock
 from services.fetcher.http_client import HttpFetcher, is_fetchable_url
 from services.fetcher.http_response import ERROR_DISALLOWED_REDIRECT, ERROR_INVALID_URL, HttpResponse
@@ -210,7 +211,7 @@ class FetchCore:
             code = response.error_code
             if code == ERROR_DISALLOWED_REDIRECT:
                 return self._result(url, host, "redirect_disallowed", response, False, response.error)
-            if code == ERROR_INVALID_URL:
+            if code in (ERROR_INVALID_URL, ERROR_BLOCKED_ADDRESS):  # the SSRF guard: never fetchable
                 return self._result(url, host, "invalid_url", response, False, response.error)
             if response.is_network_error:
                 return self._result(url, host, "network_error", response, True, response.error)

@@ -162,7 +162,8 @@ class HttpFetcher:
             resolver = GuardedResolver(self._resolver, self._address_policy, exempt)
             self._guard = TargetGuard(
                 self._address_policy,
-                self._resolver if self._proxy is not None else None,
+                self._resolver,
+                proxy=self._proxy is not None,
                 proxy_unresolved=self._proxy_unresolved,
             )
         connector = aiohttp.TCPConnector(
@@ -272,6 +273,9 @@ class HttpFetcher:
                 return _failure(url, str(current), ERROR_REDIRECT_LOOP, chain, elapsed)
             if len(chain) > limit:
                 return _failure(url, str(current), ERROR_TOO_MANY_REDIRECTS, chain, elapsed)
+            refusal = await self._guard.check(target.raw_host or "") if self._guard is not None else None
+            if refusal is not None:  # before robots.txt of the target is asked for
+                return _failure(url, str(current), refusal, chain, elapsed)
             if allow is not None and not await allow(str(target)):
                 error = f"{ERROR_DISALLOWED_REDIRECT}:{target}"
                 return _failure(url, str(current), error, chain, elapsed)
@@ -333,8 +337,9 @@ class HttpFetcher:
             reader = BodyReader(response.headers.get("Content-Encoding", ""), self._limits)
             try:
                 body = await reader.read(response.content)
-            except Exception:
-                await self._observe(response, started, bytes(reader.raw), "disconnect")
+            except BaseException as exc:  # cancelled by the total timeout or a handoff: still archived
+                cut = "disconnect" if isinstance(exc, Exception) else "unspecified"
+                await self._observe(response, started, bytes(reader.raw), cut)
                 raise
             cut = "time" if body.error == ERROR_SLOW_BODY else "length" if body.truncated else ""
         if body.truncated or body.error or not response.content.at_eof():

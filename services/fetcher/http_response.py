@@ -108,7 +108,8 @@ class HttpExchange:
     ``raw_body`` is the body as received (content coding kept, transfer coding
     removed), possibly cut: ``truncated`` is ``""`` or the WARC-Truncated reason
     (``length``: over the cap or a type whose body is not kept; ``time``: too
-    slow; ``disconnect``: the connection broke).
+    slow; ``disconnect``: the connection broke; ``unspecified``: the fetch was
+    cancelled, by its total timeout or a handoff).
     """
 
     url: str

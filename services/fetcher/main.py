@@ -5,26 +5,42 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from libs.common.grpc_server import GrpcServer
-from libs.common.kafka.consumer import TopicConsumer
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
-from libs.common.service import RuntimeSettings, Service, run_service
-from libs.common.settings import load_settings
+from libs.common.service import Component, RuntimeSettings, Service, run_service
+from libs.common.settings import SettingsError, load_settings
 from libs.common.topics import FETCH_REQUESTS
+from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
+from services.fetcher.handoff import Handoff
 from services.fetcher.http_client import HttpFetcher
 from services.fetcher.politeness import HostPoliteness
+from services.fetcher.politeness_keys import PolitenessKeys
+from services.fetcher.rebalance_consumer import RebalancingConsumer
 from services.fetcher.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
-from services.fetcher.worker import FetchWorker
+from services.fetcher.sitemaps import SitemapReader
+from services.fetcher.warc_archive import WarcArchive
+from services.fetcher.worker import PARKED_HOSTS, FetchWorker, discovery_publisher
 
 
 async def build(env: Mapping[str, str]) -> Service:
     kafka = load_settings(KafkaSettings, env)
     runtime = load_settings(RuntimeSettings, env)
     settings = load_settings(FetcherSettings, env)
+    try:
+        address_policy = AddressPolicy.parse(settings.ssrf_allow)
+    except ValueError as exc:
+        raise SettingsError(f"TRAWL_FETCHER_SSRF_ALLOW: {exc}") from exc
     clock = SystemClock()
+    components: list[Component] = []
+    archive = None
+    if settings.warc_dir:
+        archive = WarcArchive(
+            settings.warc_dir, max_file_bytes=settings.warc_max_file_bytes, queue_records=settings.warc_queue_records
+        )
+        components.append(archive)
     http = HttpFetcher(
         user_agent=settings.user_agent,
         connect_timeout=settings.connect_timeout,
@@ -34,6 +50,11 @@ async def build(env: Mapping[str, str]) -> Service:
         proxy=settings.proxy or None,
         host_map=settings.host_map_entries(),
         connection_limit=max(settings.concurrency * 2, 10),
+        min_bytes_per_second=settings.min_bytes_per_second,
+        rate_grace=settings.rate_grace,
+        address_policy=address_policy,
+        proxy_unresolved=settings.ssrf_proxy_unresolved,
+        observer=archive.submit if archive is not None else None,
         clock=clock,
     )
     politeness = HostPoliteness(
@@ -44,16 +65,25 @@ async def build(env: Mapping[str, str]) -> Service:
         max_backoff=settings.max_backoff,
         park_after_failures=settings.park_after_failures,
     )
+    PARKED_HOSTS.set_function(lambda: len(politeness.parked_hosts()))
+    keys = PolitenessKeys(http.resolve_address if settings.politeness_by_ip else None)
+    producer = TopicProducer(kafka, "fetcher")
+    polite_fetch = polite_robots_fetch(http, politeness, keys)
+    sitemaps = SitemapReader(polite_fetch, discovery_publisher(producer), max_urls=settings.sitemap_max_urls)
     robots = RobotsCache(
-        polite_robots_fetch(http, politeness),
+        polite_fetch,
         user_agent_token=settings.robots_token,
         clock=clock,
         ttl=settings.robots_ttl,
         error_ttl=settings.robots_error_ttl,
+        on_loaded=sitemaps.robots_loaded if settings.sitemaps else None,
     )
-    producer = TopicProducer(kafka, "fetcher")
-    worker = FetchWorker(FetchCore(http, robots, politeness, clock), producer, clock)
-    consumer = TopicConsumer(
+    core = FetchCore(http, robots, politeness, clock, keys)
+    handoff = Handoff(
+        core, clock, producer.flush, handoff_delay=settings.handoff_delay, grace=settings.handoff_grace
+    )
+    worker = FetchWorker(core, producer, clock, handoff)
+    consumer = RebalancingConsumer(
         kafka,
         service="fetcher",
         group_id=settings.group_id,
@@ -61,8 +91,11 @@ async def build(env: Mapping[str, str]) -> Service:
         handler=worker,
         producer=producer,
         concurrency=settings.concurrency,
+        listener=handoff,
+        revoke_timeout=settings.handoff_grace + 60.0,
     )
-    return Service("fetcher", GrpcServer(runtime.grpc_address), [http, producer, consumer])
+    components += [http, producer, sitemaps, consumer]
+    return Service("fetcher", GrpcServer(runtime.grpc_address), components)
 
 
 def main() -> None:

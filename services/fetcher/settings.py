@@ -44,6 +44,65 @@ class FetcherSettings:
     robots_error_ttl: float = setting(
         "TRAWL_FETCHER_ROBOTS_ERROR_TTL", 600.0, "How long a 5xx/unreachable robots.txt disallows the host (s)."
     )
+    politeness_by_ip: bool = setting(
+        "TRAWL_FETCHER_POLITENESS_BY_IP",
+        False,
+        "Space requests per IP address instead of per host name (many hosts on one server share one gap).",
+    )
+    handoff_delay: float = setting(
+        "TRAWL_FETCHER_HANDOFF_DELAY",
+        30.0,
+        "Seconds a fetcher holds the host of a request it inherited with a partition (produced before the "
+        "assignment; a dead owner may have just fetched it), counted from the assignment.",
+    )
+    handoff_grace: float = setting(
+        "TRAWL_FETCHER_HANDOFF_GRACE",
+        5.0,
+        "Seconds requests on the wire may take to finish when their partition is revoked, before they are "
+        "cut short and handed on to the next owner.",
+    )
+    min_bytes_per_second: float = setting(
+        "TRAWL_FETCHER_MIN_BYTES_PER_SECOND",
+        256.0,
+        "Slowest average body rate accepted after the grace below; slower bodies end as slow_body (0: off).",
+    )
+    rate_grace: float = setting(
+        "TRAWL_FETCHER_RATE_GRACE", 5.0, "Seconds of a body before the minimum rate is enforced."
+    )
+    ssrf_allow: tuple[str, ...] = setting(
+        "TRAWL_FETCHER_SSRF_ALLOW",
+        (),
+        "Exceptions to the SSRF guard, comma-separated: networks (127.0.0.0/8, ::1) and host names "
+        "(site.test, *.test). Everything else in private, loopback, link-local, multicast or reserved "
+        "ranges is refused after name resolution.",
+    )
+    ssrf_proxy_unresolved: bool = setting(
+        "TRAWL_FETCHER_SSRF_PROXY_UNRESOLVED",
+        True,
+        "With a proxy: let the proxy try names that do not resolve here (the proxy must refuse internal "
+        "targets itself); false refuses them unless allow-listed.",
+    )
+    sitemaps: bool = setting(
+        "TRAWL_FETCHER_SITEMAPS",
+        True,
+        "Fetch the sitemaps robots.txt lists (same host only) and publish their URLs as discoveries.",
+    )
+    sitemap_max_urls: int = setting(
+        "TRAWL_FETCHER_SITEMAP_MAX_URLS", 50_000, "Most URLs taken from one host's sitemaps per robots.txt load."
+    )
+    warc_dir: str = setting(
+        "TRAWL_FETCHER_WARC_DIR",
+        "",
+        "Folder the WARC files go to (a mounted volume in Kubernetes); empty: no archive.",
+    )
+    warc_max_file_bytes: int = setting(
+        "TRAWL_FETCHER_WARC_MAX_FILE_BYTES",
+        1024 * 1024 * 1024,
+        "A WARC file is closed and the next one begun once it is this large.",
+    )
+    warc_queue_records: int = setting(
+        "TRAWL_FETCHER_WARC_QUEUE", 10_000, "Exchanges waiting for the WARC writer; beyond this, fetches wait for it."
+    )
 
     def host_map_entries(self) -> dict[str, str]:
         out: dict[str, str] = {}

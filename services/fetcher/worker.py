@@ -3,6 +3,9 @@
 The consumer runs many requests at once (one task each); the politeness layer makes
 requests to the same host wait their turn. Results carry the (capped) body compressed
 with zlib; outcomes are small and tell the scheduler the host's next allowed time.
+With a :class:`~services.fetcher.handoff.Handoff`, requests of partitions this fetcher
+does not (or no longer) own are not fetched but handed on: sent again to their
+partition, stamped with the host's next allowed time.
 """
 
 from __future__ import annotations
@@ -11,19 +14,21 @@ import logging
 import time
 import zlib
 from collections import Counter as Tally
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
+from yarl import URL
 
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
-from libs.common.topics import FETCH_OUTCOMES, FETCH_RESULTS
+from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_REQUESTS, FETCH_RESULTS
 from libs.common.wire import messages as pb
 from services.fetcher.clock import Clock
 from services.fetcher.fetch_core import FetchAttempt, FetchCore
+from services.fetcher.handoff import Handoff
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,9 @@ FETCH_SECONDS = Histogram(
 IN_FLIGHT = Gauge("trawl_fetcher_in_flight", "Fetch requests in hand: waiting for their host's turn or fetching.")
 HOSTS_IN_FLIGHT = Gauge("trawl_fetcher_hosts_in_flight", "Hosts with a fetch request in hand.")
 HOST_IN_FLIGHT_MAX = Gauge("trawl_fetcher_host_in_flight_max", "Most fetch requests in hand for one host.")
+SITEMAP_URLS = Counter("trawl_fetcher_sitemap_urls_total", "URLs found in sitemaps and published as discoveries.")
+PARKED_HOSTS = Gauge("trawl_fetcher_parked_hosts", "Hosts refusing requests after repeated failures.")
+HANDED_ON = Counter("trawl_fetcher_handed_on_total", "Fetch requests handed on to a partition's next owner.")
 
 STATUS = {
     "ok": pb.FETCH_STATUS_OK,
@@ -49,8 +57,25 @@ STATUS = {
     "redirect_disallowed": pb.FETCH_STATUS_REDIRECT,
     "host_parked": pb.FETCH_STATUS_NETWORK_ERROR,
     "politeness_timeout": pb.FETCH_STATUS_NETWORK_ERROR,
+    "handed_over": pb.FETCH_STATUS_NETWORK_ERROR,
 }
 COMPRESS_ABOVE = 1024
+
+
+def discovery_publisher(producer: TopicProducer) -> Callable[[str, list[str]], None]:
+    """Publishes URLs found in a sitemap as discoveries (source SITEMAP), keyed by host."""
+
+    def publish(sitemap_url: str, urls: list[str]) -> None:
+        now_ms = int(time.time() * 1000)
+        for url in urls:
+            host = (URL(url).raw_host or "").lower()
+            producer.send(DISCOVERED_URLS, host, pb.DiscoveredUrl(
+                url=url, host=host, depth=1, discovered_from=sitemap_url, discovered_at_ms=now_ms,
+                source=pb.DISCOVERY_SOURCE_SITEMAP,
+            ))
+        SITEMAP_URLS.inc(len(urls))
+
+    return publish
 
 
 def encode_body(body: bytes) -> tuple[bytes, str]:
@@ -60,10 +85,13 @@ def encode_body(body: bytes) -> tuple[bytes, str]:
 
 
 class FetchWorker:
-    def __init__(self, core: FetchCore, producer: TopicProducer, clock: Clock) -> None:
+    def __init__(
+        self, core: FetchCore, producer: TopicProducer, clock: Clock, handoff: Handoff | None = None
+    ) -> None:
         self._core = core
         self._producer = producer
         self._clock = clock
+        self._handoff = handoff
         self._hosts: Tally[str] = Tally()
 
     @contextmanager
@@ -89,14 +117,45 @@ class FetchWorker:
 
     async def __call__(self, records: list[Record[Any]]) -> None:
         for record in records:
-            await self.handle(record.value)
+            await self.handle_record(record)
+
+    async def handle_record(self, record: Record[Any]) -> None:
+        """Fetch one request of ``record``'s partition, or hand it on if the partition is not owned here."""
+        request: pb.FetchRequest = record.value
+        if not request.url or not request.request_id:
+            raise PoisonMessage("fetch request without url or request id")
+        if self._handoff is None:
+            await self.handle(request)
+            return
+        try:
+            if not await self._handoff.admit(record):
+                self.hand_on(record, self._handoff.stamp_ms(request.host))
+                return
+            attempt = await self._fetch(request)
+            if attempt.outcome == "handed_over":
+                self.hand_on(record, self._handoff.stamp_ms(request.host))
+                return
+            self.publish(request, attempt)
+        finally:
+            self._handoff.finish(record)
 
     async def handle(self, request: pb.FetchRequest) -> None:
         if not request.url or not request.request_id:
             raise PoisonMessage("fetch request without url or request id")
+        self.publish(request, await self._fetch(request))
+
+    async def _fetch(self, request: pb.FetchRequest) -> FetchAttempt:
         with self._in_hand(request.host):
-            attempt = await self._core.fetch(request.url, min_delay=request.min_delay_seconds)
-        self.publish(request, attempt)
+            return await self._core.fetch(request.url, min_delay=request.min_delay_seconds)
+
+    def hand_on(self, record: Record[Any], not_before_ms: int) -> None:
+        """Send ``record``'s request again to its partition, for its next owner, stamped with the host's state."""
+        request = pb.FetchRequest()
+        request.CopyFrom(record.value)
+        request.host_not_before_ms = max(int(request.host_not_before_ms), not_before_ms)
+        self._producer.send(FETCH_REQUESTS, record.key, request)
+        HANDED_ON.inc()
+        log.info("handed on to the next owner", extra={"url": request.url, "host": request.host})
 
     def publish(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:
         response = attempt.response
@@ -135,7 +194,7 @@ class FetchWorker:
                         redirect_chain=list(response.redirect_chain),
                         content_type=response.content_type,
                         depth=request.depth,
-                        x_robots_tag=response.header("X-Robots-Tag") or "",
+                        x_robots_tag=response.joined_header("X-Robots-Tag"),
                     ),
                 )
         self._producer.send(

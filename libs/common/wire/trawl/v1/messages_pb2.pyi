@@ -153,6 +153,7 @@ class FetchRequest(_message.Message):
     DEPTH_FIELD_NUMBER: _builtins.int
     SCHEDULED_AT_MS_FIELD_NUMBER: _builtins.int
     MIN_DELAY_SECONDS_FIELD_NUMBER: _builtins.int
+    HOST_NOT_BEFORE_MS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     url: _builtins.str
     host: _builtins.str
@@ -163,6 +164,10 @@ class FetchRequest(_message.Message):
     min_delay_seconds: _builtins.float
     """The host's operator policy: least seconds between a response and the next request
     (0: none); the fetcher keeps it like a robots.txt Crawl-delay.
+    """
+    host_not_before_ms: _builtins.int
+    """Set when a fetcher gives the host's partition up (a rebalance) and hands the request on:
+    the earliest time the host may be contacted again (Unix ms), 0 if not handed on.
     """
     def __init__(
         self,
@@ -175,10 +180,11 @@ class FetchRequest(_message.Message):
         depth: _builtins.int = ...,
         scheduled_at_ms: _builtins.int = ...,
         min_delay_seconds: _builtins.float = ...,
+        host_not_before_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "depth", b"depth", "host", b"host", "min_delay_seconds", b"min_delay_seconds", "priority", b"priority", "request_id", b"request_id", "scheduled_at_ms", b"scheduled_at_ms", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "depth", b"depth", "host", b"host", "host_not_before_ms", b"host_not_before_ms", "min_delay_seconds", b"min_delay_seconds", "priority", b"priority", "request_id", b"request_id", "scheduled_at_ms", b"scheduled_at_ms", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
