@@ -19,9 +19,11 @@ import typer
 
 from cli.output import console, emit
 from libs.common.settings import load_settings
-from services.scheduler.freshness.evaluation import POLICIES, EvaluationSettings, evaluate
 from services.scheduler.freshness.history import HistoryFileError, read_history_csv
-from services.scheduler.freshness.settings import FreshnessSettings
+
+# The learning stack (scikit-learn) loads only when this command runs, so that every other
+# `trawl` command starts fast.
+POLICIES = ("learned", "estimator")
 
 
 def _minutes(seconds: float) -> str:
@@ -39,6 +41,11 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cost, hit rate and delay of the learned policy and of fixed intervals, and the models' R2."""
+    from services.scheduler.freshness import evaluation
+    from services.scheduler.freshness.evaluation import EvaluationSettings, evaluate
+    from services.scheduler.freshness.settings import FreshnessSettings
+
+    assert evaluation.POLICIES == POLICIES
     chosen = POLICIES if policy == "all" else (policy,)
     if any(p not in POLICIES for p in chosen):
         raise typer.BadParameter(f"--policy must be one of {', '.join(POLICIES)} or all")
