@@ -35,6 +35,12 @@ DEMO_ENV = {
     "TRAWL_FETCHER_CONCURRENCY": "100",
     "TRAWL_SCHEDULER_MAX_IN_FLIGHT": "100",
     "TRAWL_SCHEDULER_RETRY_BASE_SECONDS": "2",
+    # The simulated web's hosts are allowed by name through the SSRF guard, which is strict here:
+    # a name the fetcher cannot resolve itself is not left to the proxy unless allowed.
+    "TRAWL_FETCHER_SSRF_ALLOW": "*.test",
+    "TRAWL_FETCHER_SSRF_PROXY_UNRESOLVED": "false",
+    # No gap of the demo web exceeds 2 s, so a partition taken over need not hold its hosts longer.
+    "TRAWL_FETCHER_HANDOFF_DELAY": "2",
 }
 
 
@@ -96,7 +102,8 @@ def run_demo(settings: StackSettings, env: Mapping[str, str], *, hosts: int, pag
         drop_database(admin_dsn, DEMO_DATABASE)
         create_database(admin_dsn, DEMO_DATABASE)
         demo_env = {**env, **DEMO_ENV, "TRAWL_FETCHER_PROXY": proxy,
-                    "TRAWL_TOPIC_PREFIX": f"demo-{int(time.time())}."}
+                    "TRAWL_TOPIC_PREFIX": f"demo-{int(time.time())}.",
+                    "TRAWL_FETCHER_WARC_DIR": env.get("TRAWL_FETCHER_WARC_DIR") or str(settings.root / "warc" / "demo")}
         if "TRAWL_DATABASE_URL" in env:
             demo_env["TRAWL_DATABASE_URL"] = dsn_with_database(env["TRAWL_DATABASE_URL"], DEMO_DATABASE)
         state = local_stack.up(settings, demo_env, database=DEMO_DATABASE)

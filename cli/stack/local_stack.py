@@ -135,6 +135,8 @@ def up(settings: StackSettings, env: Mapping[str, str], extra_env: Mapping[str, 
             "TRAWL_METRICS_PORT": str(settings.metrics_port(service)),
         }
     state.services["scheduler"]["TRAWL_ADMIN_TOKEN_FILE"] = str(token_file)
+    # Every response is archived under the stack's home unless a folder is configured.
+    state.services["fetcher"].setdefault("TRAWL_FETCHER_WARC_DIR", str(root / "warc"))
     state.save(state_path(settings))
     if supervisor_pid(settings) is None:
         with open(logs_dir(settings) / "supervisor.log", "ab") as out:

@@ -30,16 +30,18 @@ from tests.e2e.crawl_harness import CrawlStack, crawl_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
+# Slow hosts (up to 2 s a response) and long gaps (a Crawl-delay of 5 s, twice the response time) make
+# requests straddle every move: without the handoff rules the new owner overlaps or crowds the old one.
 WEB = SimWebConfig(
-    seed=23, hosts=24, pages=420, host_size_exponent=0.2, hub_host_ratio=0.0, latency_range=(0.05, 0.25),
-    crawl_delay_host_ratio=0.2, crawl_delay_values=(6.0,), robots_unavailable_ratio=0.0,
+    seed=23, hosts=30, pages=300, host_size_exponent=0.2, hub_host_ratio=0.0, latency_range=(0.1, 2.0),
+    crawl_delay_host_ratio=0.1, crawl_delay_values=(5.0,), robots_unavailable_ratio=0.0,
 )
-MIN_DELAY, FACTOR, CRAWL_DELAY_CAP = 0.1, 3.0, 4.0
+MIN_DELAY, FACTOR, CRAWL_DELAY_CAP = 0.1, 2.0, 5.0
 FETCHER_ENV = {
     "TRAWL_FETCHER_MIN_DELAY": str(MIN_DELAY),
     "TRAWL_FETCHER_RESPONSE_TIME_FACTOR": str(FACTOR),
     "TRAWL_FETCHER_MAX_CRAWL_DELAY": str(CRAWL_DELAY_CAP),
-    "TRAWL_FETCHER_HANDOFF_DELAY": "4.5",  # covers the largest gap of this web: the capped Crawl-delay
+    "TRAWL_FETCHER_HANDOFF_DELAY": "5.5",  # covers the largest gap of this web: the Crawl-delay
     "TRAWL_FETCHER_HANDOFF_GRACE": "1",
     "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
     "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
