@@ -16,8 +16,8 @@ import yaml
 from cli.stack.init_job import InitJobSettings
 from cli.stack.layout import SERVICES
 from libs.common.db.settings import DatabaseSettings
-from libs.common.kafka.settings import KafkaSettings
 from libs.common.grpc_auth import AdminAuthSettings
+from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings
 from libs.common.settings import describe_settings
 
