@@ -26,6 +26,7 @@ from libs.common import metrics
 from libs.common.grpc_server import GrpcServer
 from libs.common.logs import configure_logging
 from libs.common.settings import SettingsError, setting
+from libs.common.urls import UrlSettings, install_policy
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,11 @@ def run_service(name: str, build: Builder, env: Mapping[str, str] | None = None)
     try:
         runtime = load_settings(RuntimeSettings, env)
     except SettingsError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
+    try:
+        install_policy(load_settings(UrlSettings, env).policy())
+    except (SettingsError, ValueError) as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
     configure_logging(name, runtime.log_level)

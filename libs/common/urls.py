@@ -57,6 +57,8 @@ __all__ = [
     "InvalidUrl",
     "UrlPolicy",
     "UrlSettings",
+    "install_policy",
+    "installed_policy",
     "normalize_url",
     "normalized_host",
     "registered_domain",
@@ -144,6 +146,21 @@ class UrlPolicy:
 
 
 DEFAULT_POLICY = UrlPolicy()
+_process_policy = DEFAULT_POLICY
+
+
+def install_policy(policy: UrlPolicy) -> None:
+    """Makes ``policy`` this process's default, so every service normalises URLs the same way.
+
+    Called once by each service's entry point (``libs.common.service.run_service``) with the
+    policy of :class:`UrlSettings`; calls that pass a policy explicitly are unaffected.
+    """
+    global _process_policy
+    _process_policy = policy
+
+
+def installed_policy() -> UrlPolicy:
+    return _process_policy
 
 
 @dataclass(frozen=True)
@@ -353,14 +370,18 @@ def _split_authority(netloc: str, url: str) -> tuple[str, str, str]:
     return userinfo, host, port
 
 
-def normalize_url(url: str, base: str | None = None, policy: UrlPolicy = DEFAULT_POLICY) -> str:
+def normalize_url(url: str, base: str | None = None, policy: UrlPolicy | None = None) -> str:
     """Resolve ``url`` against ``base`` and return its normal form (see the module docstring).
+
+    ``policy`` defaults to the process's installed policy (:func:`install_policy`).
 
     An empty ``url`` with a base is a same-document reference: the base's
     normal form. Raises :class:`InvalidUrl` (and nothing else) when the result
     cannot be crawled: unsupported scheme, no host, bad port, invalid IDN, too
     long (more than ``policy.max_length`` characters once normalised).
     """
+    if policy is None:
+        policy = _process_policy
     cleaned = _clean(url)
     if not cleaned and not base:
         raise InvalidUrl("empty", url)

@@ -411,3 +411,17 @@ def test_rfc3986_equivalents_normalise_the_same_with_sorting(pair: tuple[str, st
     once = normalize_url(variant, policy=policy)
     assert once == normalize_url(plain, policy=policy)
     assert normalize_url(once, policy=policy) == once
+
+
+def test_an_installed_policy_is_the_process_default() -> None:
+    from libs.common.urls import DEFAULT_POLICY, UrlPolicy, install_policy, installed_policy, normalize_url
+
+    url = "http://a.test/p?b=2&a=1"
+    assert normalize_url(url) == url
+    install_policy(UrlPolicy(sort_query=True))
+    try:
+        assert normalize_url(url) == "http://a.test/p?a=1&b=2"
+        assert normalize_url(url, policy=DEFAULT_POLICY) == url  # an explicit policy wins
+    finally:
+        install_policy(DEFAULT_POLICY)
+    assert installed_policy() is DEFAULT_POLICY
