@@ -8,7 +8,9 @@ columns expanded with ``unnest``: a batch of 500 pages with 25,000 links costs a
 round trips. Rows are sorted by primary key, so concurrent writers lock in the same order.
 Every write is idempotent: a redelivered batch finds its rows in place and changes nothing.
 
-New link targets count against their host's URL budget (:mod:`services.linkbase.host_budget`);
+Link targets this process knows to be stored with a depth and state the link cannot improve
+are not merged again (:mod:`services.linkbase.known_targets`). New link targets count
+against their host's URL budget (:mod:`services.linkbase.host_budget`);
 the ones over it are kept as bad links.
 
 A re-fetched page's out-links are replaced. The links it has now and did not have at its
@@ -29,6 +31,7 @@ from services.linkbase.annotations import write_documents, write_outcomes, write
 from services.linkbase.batch import LinkbaseBatch
 from services.linkbase.history import RevealedChild, revealed_children, write_history
 from services.linkbase.host_budget import HostBudget
+from services.linkbase.known_targets import KnownTargets
 from services.linkbase.rows import PageRow, TargetRow, targets_of
 from services.linkbase.seen import ensure_urls
 
@@ -126,18 +129,21 @@ WHERE (b.reason, b.anchor) IS DISTINCT FROM (excluded.reason, excluded.anchor)
 class LinkStore:
     """Applies one :class:`LinkbaseBatch` in one transaction."""
 
-    def __init__(self, db: Database, budget: HostBudget | None = None) -> None:
+    def __init__(self, db: Database, budget: HostBudget | None = None, known: KnownTargets | None = None) -> None:
         self._db = db
         self._budget = budget or HostBudget(0)
+        self._known = known or KnownTargets()
 
     async def write(self, batch: LinkbaseBatch) -> list[RevealedChild]:
         """Writes the batch; returns the publish-time history rows it recorded."""
+        merged: list[TargetRow] = []
         async with self._db.transaction() as conn:
             await self._write_hosts(conn, batch)
-            revealed = await self._write_page_links(conn, batch)
+            revealed = await self._write_page_links(conn, batch, merged)
             await write_documents(conn, batch)
             await write_verdicts(conn, batch)
             await write_outcomes(conn, batch)
+        self._known.remember(merged)  # committed: now a safe bound (known_targets.py)
         return revealed
 
     async def _write_hosts(self, conn: Conn, batch: LinkbaseBatch) -> None:
@@ -148,7 +154,7 @@ class LinkStore:
                 ([r.host_id for r in rows], [r.host for r in rows], [r.registered_domain for r in rows]),
             )
 
-    async def _write_page_links(self, conn: Conn, batch: LinkbaseBatch) -> list[RevealedChild]:
+    async def _write_page_links(self, conn: Conn, batch: LinkbaseBatch, merged: list[TargetRow]) -> list[RevealedChild]:
         pages = sorted(batch.page_rows, key=lambda p: p.ref.key)
         if not pages:
             return []
@@ -168,7 +174,8 @@ class LinkStore:
         if recrawled:
             before = await self._replace_stale(conn, recrawled, {(r.source.fp, r.target.fp) for r in links},
                                                {(r.source_fp, r.href_hash) for r in bad})
-        await self._budget.count(conn, await self._merge_targets(conn, budgeted.targets))
+        merged.extend(t for t in budgeted.targets if not self._known.unchanged(t))
+        await self._budget.count(conn, await self._merge_targets(conn, merged))
         # A page fetched for the first time has no stored out-links (links are only stored with
         # the page's own fetch, which marks it fetched): its links go straight in with COPY.
         fresh = [r for r in links if r.source.fp in first_time]
