@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import mmh3
 
 from libs.common.errors import PoisonMessage
-from libs.common.urls import DEFAULT_POLICY, InvalidUrl, normalize_url
+from libs.common.urls import InvalidUrl, installed_policy, normalize_url
 from libs.common.wire import messages as pb
 
 ANCHOR_LIMIT = 500
@@ -95,9 +95,11 @@ def normal_form(url: str) -> str:
     path; anything else (escapes, a query, a port, an IDN, dot segments, ...) is normalised.
     """
     match = _ALREADY_NORMAL.fullmatch(url)
+    policy = installed_policy()  # its strip list and query sorting only touch what the pattern excludes
     if (
         match is not None
-        and len(url) <= DEFAULT_POLICY.max_length
+        and len(url) <= policy.max_length
+        and url[: url.index(":")] in policy.allowed_schemes
         and len(match.group(1)) <= 253
         and "xn--" not in match.group(1)
         and not any(segment in (".", "..") for segment in url[match.end(1) :].split("/"))

@@ -136,3 +136,20 @@ def test_urls_not_visibly_normal_take_the_normaliser() -> None:
                         ("http://a.test:80/x", "http://a.test/x"), ("http://a.test/x?utm_source=y", "http://a.test/x"),
                         ("http://0x7f.1/x", "http://127.0.0.1/x"), ("http://a.test/%7Ex", "http://a.test/~x")):
         assert normal_form(raw) == normal
+
+
+def test_the_short_path_follows_the_installed_policy() -> None:
+    from libs.common.urls import DEFAULT_POLICY, UrlPolicy, install_policy
+
+    long_url = "http://a.test/" + "x" * 100
+    install_policy(UrlPolicy(max_length=50, allowed_schemes=("https",)))
+    try:
+        for url in (long_url, "http://a.test/short"):
+            try:
+                normal_form(url)
+            except InvalidUrl:
+                continue
+            raise AssertionError(f"{url} passed a policy that refuses it")
+    finally:
+        install_policy(DEFAULT_POLICY)
+    assert normal_form(long_url) == long_url
