@@ -172,16 +172,21 @@ def bulk_load(dsn: str, first_page: int, pages: int) -> float:
     return time.perf_counter() - started
 
 
-def insert_batches(first_page: int, batches: int, pages: int) -> list[list[Record[Any]]]:
-    """Fresh page-links batches: the first new target of stored pages ``first_page`` .. (stored, never
-    fetched) is fetched; half of its links go to URLs already stored, half to new ones."""
+def insert_batches(first_page: int, batches: int, pages: int, revisit: bool = False) -> list[list[Record[Any]]]:
+    """Fresh page-links batches of stored, never-fetched URLs; half their links to stored URLs, half new.
+
+    Spread (the default): page k fetches the first new target of stored page ``first_page + k``,
+    so every page is on another host. ``revisit``: every batch has one page on each of the
+    hosts 0 .. ``pages - 1`` (batch b fetches the b-th new target of the host's first stored
+    page), as a crawl comes back to the sites it crawls: their navigation links recur.
+    """
     out: list[list[Record[Any]]] = []
     n = first_page
-    for _ in range(batches):
+    for b in range(batches):
         records: list[Record[Any]] = []
         for p in range(pages):
-            h = n % HOSTS
-            url = new_url(h, n, 0)
+            h = p if revisit else n % HOSTS
+            url = new_url(h, h, b) if revisit else new_url(h, n, 0)
             targets = [nav_url(h, i) for i in range(NAV)]
             targets += [f"http://{host_name(h)}/fresh/{n}/{i}" for i in range(LINKS_PER_PAGE - NAV)]
             links = [pb.Link(url=t, anchor="a", link_class=pb.LINK_CLASS_INTERNAL) for t in targets]
@@ -211,12 +216,12 @@ def seen_batches(stored_pages: int, batches: int, salt: int) -> list[list[UrlRef
 class Size:
     """One stored graph (its own database) and the figures measured on it."""
 
-    def __init__(self, dsn: str, stored_pages: int, rounds: int, pages: int, seen_rounds: int) -> None:
+    def __init__(self, dsn: str, stored_pages: int, rounds: int, pages: int, seen_rounds: int, revisit: bool) -> None:
         self.stored_pages = stored_pages
         self.db = Database(DatabaseSettings(dsn=dsn, pool_max=2), "bench-scale")
         self.store = LinkStore(self.db)
         first = stored_pages - (2 * rounds + 1) * pages
-        self.warm, *self.inserts = insert_batches(first, 2 * rounds + 1, pages)
+        self.warm, *self.inserts = insert_batches(first, 2 * rounds + 1, pages, revisit)
         self.warm_seen, *self.checks = seen_batches(stored_pages, seen_rounds + 1, stored_pages + 7)
         self.rates: list[float] = []
         self.write_rates: list[float] = []
@@ -284,12 +289,13 @@ def _spread(rates: list[float]) -> dict[str, float]:
 
 
 async def run(
-    small: int, large: int, rounds: int, pages: int, seen_rounds: int, fast: bool, tuned: bool
+    small: int, large: int, rounds: int, pages: int, seen_rounds: int, fast: bool, tuned: bool, revisit: bool
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"benchmark": "linkbase_scale", "workload": {
         "hosts": HOSTS, "links_per_page": LINKS_PER_PAGE, "insert_batches": rounds, "pages_per_batch": pages,
         "seen_batch": SEEN_BATCH, "postgres": "fsync off" if fast else "durable (fsync on)",
-        "tuning": TUNING if tuned else "defaults"}, "sizes": []}
+        "tuning": TUNING if tuned else "defaults", "hosts_of_inserted_pages": "revisited" if revisit else "spread"},
+        "sizes": []}
     with tuned_postgres(fast, tuned) as server, fresh_database(server, "bench_scale_small") as small_dsn, \
             fresh_database(server, "bench_scale_large") as large_dsn:
         sizes: list[Size] = []
@@ -297,7 +303,7 @@ async def run(
             apply_migrations(dsn, "linkbase", MIGRATIONS)
             seconds = await asyncio.to_thread(bulk_load, dsn, 0, links // LINKS_PER_PAGE)
             print(f"  preloaded {links:,} links in {seconds:.0f} s", file=sys.stderr)
-            sizes.append(Size(dsn, links // LINKS_PER_PAGE, rounds, pages, seen_rounds))
+            sizes.append(Size(dsn, links // LINKS_PER_PAGE, rounds, pages, seen_rounds, revisit))
             results.setdefault("preload_seconds", []).append(round(seconds, 1))
         for size in sizes:
             await size.warm_up()
@@ -343,10 +349,13 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=500, help="Pages (of 50 links) per insert batch.")
     parser.add_argument("--seen-rounds", type=int, default=20, help="Timed seen-check batches at each size.")
     parser.add_argument("--untuned", action="store_true", help="Keep PostgreSQL's default memory and WAL settings.")
+    parser.add_argument("--revisit", action="store_true",
+                        help="Insert batches revisit the same hosts (their navigation links recur) instead of "
+                             "putting every page on another host.")
     add_postgres_options(parser)
     args = parser.parse_args()
     results = asyncio.run(run(args.small, args.large, args.rounds, args.pages, args.seen_rounds, args.fast,
-                              not args.untuned))
+                              not args.untuned, args.revisit))
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -22,3 +22,11 @@ def test_seen_batches_are_half_stored() -> None:
     [refs] = scale.seen_batches(stored_pages=50_000, batches=1, salt=3)
     assert len(refs) == scale.SEEN_BATCH
     assert sum("/never/" in ref.url for ref in refs) == scale.SEEN_BATCH // 2
+
+
+def test_revisiting_batches_come_back_to_the_same_hosts_with_new_pages() -> None:
+    first, second = scale.insert_batches(first_page=0, batches=2, pages=4, revisit=True)
+    hosts = [{build_batch([r]).page_rows[0].ref.host for r in batch} for batch in (first, second)]
+    assert hosts[0] == hosts[1] == {scale.host_name(h) for h in range(4)}
+    pages = {r.value.url for r in first} | {r.value.url for r in second}
+    assert len(pages) == 8
