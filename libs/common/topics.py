@@ -86,6 +86,16 @@ IMPORTANCE_UPDATES = Topic(
     key="host",
     why="Keyed by host so that the scheduler partition that owns a host receives its priorities.",
 )
+CASH_TRANSFERS = Topic(
+    "trawl.cash-transfers",
+    pb.CashTransfer,
+    key="URL fingerprint of the pages the cash is for (all entries of a message share one partition)",
+    why=(
+        "Keyed like page links, so that the importance partition which owns a page, and alone "
+        "holds its cash, receives the shares other partitions send it; the two topics have the "
+        "same partition count and one consumer owns the same partition number of both."
+    ),
+)
 DEAD_LETTERS = Topic(
     "trawl.dead-letters",
     pb.DeadLetter,
@@ -103,6 +113,7 @@ ALL_TOPICS: tuple[Topic, ...] = (
     DUPLICATE_VERDICTS,
     DISCOVERED_URLS,
     IMPORTANCE_UPDATES,
+    CASH_TRANSFERS,
     DEAD_LETTERS,
 )
 

@@ -1,131 +1,264 @@
-"""OPIC state in PostgreSQL, applied one consumed batch per transaction.
+"""The importance state in PostgreSQL: per partition a row, a snapshot, a changelog and an outbox.
 
-The totals row is locked for the batch, so replicas apply batches one after another and
-the conservation invariant holds across them. Offsets applied are stored in the same
-transaction: a batch redelivered after a crash is skipped record by record.
+A partition's pages live in the memory of the instance that owns it (``OpicEngine``).
+Each consumed batch is made durable by one transaction that, for every partition it
+touched, checks and bumps the partition's version (fencing: an instance holding a stale
+copy cannot commit), appends the delta of the pages that changed, stores the engine's
+scalars, the input offsets and transfer sequences applied, and writes the cash transfers
+the batch created into the outbox. Loading reads the snapshot, applies the deltas after
+it and returns what is left in the outbox, to be sent again. A snapshot replaces the
+changelog when it grows large or the partition goes idle; it also records an exact audit
+of the cash the partition holds. Snapshots, deltas and outbox payloads are stored
+zlib-compressed (level 1: URLs and sparse columns shrink six to eight times for a few
+milliseconds of this process's time, and the database writes that much less).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
 
 from libs.common.db.pool import Database
-from services.importance.opic import PageCash, Totals
+from libs.common.errors import RetryableError
+from services.importance.engine import OpicEngine, Totals
+from services.importance.state_codec import apply_rows, finish_load, totals_from
+
+LEVEL = 1
 
 CONSERVATION_SQL = (
-    "SELECT coalesce(sum(p.cash - p.dividend_mark"
-    "   + CASE WHEN p.crawled THEN t.crawled_dividend ELSE t.dividend END), 0)"
-    " + t.virtual_cash, t.total_cash FROM importance.totals t LEFT JOIN importance.pages p ON true"
-    " WHERE t.id = 1 GROUP BY t.virtual_cash, t.total_cash"
+    "SELECT CASE WHEN bool_and(audited_version = version) THEN sum(audited_cash)"
+    " + sum((totals->>'sent')::float8) - sum((totals->>'received')::float8) END,"
+    " sum((totals->>'initial')::float8) FROM importance.partitions"
 )
-"""(cash accounted for, total cash): equal up to floating-point error, at every commit."""
+"""(cash accounted for, total cash) once every partition's audit is current (it is after an idle
+snapshot): the partitions' exact sums plus the transfers in flight (sent minus received)."""
+
+
+class Fenced(RetryableError):
+    """Another instance committed this partition since it was loaded here: the copy is stale."""
+
+
+@dataclass(frozen=True)
+class OutboxRow:
+    destination: int
+    sequence: int
+    key: str
+    cash: float
+    payload: bytes
+
+
+class Published(NamedTuple):
+    """A page's state as ``importance.pages`` shows it."""
+
+    url_fp: int
+    url: str
+    host: str
+    cash: float
+    history: float
+    crawled: bool
+    visits: int
+    last_visit: float
+
+
+@dataclass
+class Loaded:
+    engine: OpicEngine
+    version: int
+    applied: dict[str, int]
+    received_seq: list[int]
+    sent_seq: list[int]
+    snapshot_version: int
+    outbox: list[OutboxRow]
+
+
+@dataclass
+class Commit:
+    partition: int
+    version: int
+    """The version the state was loaded at or last committed (the new one is version + 1)."""
+    totals: Totals
+    applied: dict[str, int]
+    received_seq: list[int]
+    sent_seq: list[int]
+    delta: bytes
+    outbox: list[OutboxRow] = field(default_factory=list)
+    acknowledged: dict[int, int] = field(default_factory=dict)
+    """Destination -> last sequence the broker acknowledged: those outbox rows are removed."""
+
+
+def _totals_json(totals: Totals) -> Jsonb:
+    return Jsonb({k: getattr(totals, k) for k in totals.__dataclass_fields__})
 
 
 class CashStore:
-    def __init__(self, db: Database, total_cash: float) -> None:
+    def __init__(self, db: Database, partitions: int, total_cash: float) -> None:
         self._db = db
-        self._total_cash = total_cash
-
-    async def init(self) -> None:
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO importance.totals (id, virtual_cash, total_cash) VALUES (1, %s, %s)"
-                " ON CONFLICT (id) DO NOTHING",
-                (self._total_cash, self._total_cash),
-            )
+        self.partitions = partitions
+        self.total_cash = total_cash
 
     async def start(self) -> None:
-        await self.init()
+        return None
 
     async def stop(self) -> None:
         return None
 
-    @staticmethod
-    async def lock_totals(conn: AsyncConnection[Any]) -> Totals:
-        cur = await conn.execute(
-            "SELECT virtual_cash, dividend, uncrawled, history_total, total_cash, crawled, crawled_dividend"
-            " FROM importance.totals WHERE id = 1 FOR UPDATE"
-        )
-        row = await cur.fetchone()
-        if row is None:
-            raise RuntimeError("importance.totals is not initialised")
-        return Totals(
-            float(row[0]), float(row[1]), int(row[2]), float(row[3]), float(row[4]), int(row[5]), float(row[6])
-        )
-
-    @staticmethod
-    async def applied_offsets(conn: AsyncConnection[Any]) -> dict[tuple[str, int], int]:
-        cur = await conn.execute("SELECT topic, partition, next_offset FROM importance.applied")
-        return {(str(t), int(p)): int(o) for t, p, o in await cur.fetchall()}
-
-    @staticmethod
-    async def load_pages(conn: AsyncConnection[Any], fps: Iterable[int]) -> dict[int, PageCash]:
-        ids = sorted(set(fps))
-        if not ids:
-            return {}
-        cur = await conn.execute(
-            "SELECT url_fp, url, host, cash, history, crawled, dividend_mark, visits,"
-            " coalesce((extract(epoch from last_visit) * 1000)::bigint, 0)"
-            " FROM importance.pages WHERE url_fp = ANY(%s) ORDER BY url_fp FOR UPDATE",
-            (ids,),
-        )
-        return {
-            int(r[0]): PageCash(int(r[0]), r[1], r[2], float(r[3]), float(r[4]), bool(r[5]), float(r[6]),
-                                int(r[7]), int(r[8]))
-            for r in await cur.fetchall()
-        }
-
-    @staticmethod
-    async def save(
-        conn: AsyncConnection[Any],
-        pages: Sequence[PageCash],
-        totals: Totals,
-        offsets: dict[tuple[str, int], int],
-    ) -> None:
-        rows = sorted(pages, key=lambda p: p.url_fp)
-        if rows:
-            await conn.execute(
-                "INSERT INTO importance.pages AS p"
-                " (url_fp, url, host, cash, history, crawled, dividend_mark, visits, last_visit)"
-                " SELECT fp, url, host, cash, hist, crawled, mark, visits,"
-                "   CASE WHEN lv > 0 THEN to_timestamp(lv / 1000.0) END"
-                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::float8[], %s::bool[],"
-                "   %s::float8[], %s::int[], %s::bigint[]) AS t(fp, url, host, cash, hist, crawled, mark, visits, lv)"
-                " ON CONFLICT (url_fp) DO UPDATE SET cash = excluded.cash, history = excluded.history,"
-                "   crawled = excluded.crawled, dividend_mark = excluded.dividend_mark, visits = excluded.visits,"
-                "   last_visit = excluded.last_visit",
-                (
-                    [p.url_fp for p in rows], [p.url for p in rows], [p.host for p in rows],
-                    [p.cash for p in rows], [p.history for p in rows], [p.crawled for p in rows],
-                    [p.dividend_mark for p in rows], [p.visits for p in rows], [p.last_visit_ms for p in rows],
-                ),
-            )
-        await conn.execute(
-            "UPDATE importance.totals SET virtual_cash = %s, dividend = %s, uncrawled = %s, history_total = %s,"
-            " crawled = %s, crawled_dividend = %s WHERE id = 1",
-            (
-                totals.virtual_cash, totals.dividend, totals.uncrawled, totals.history_total,
-                totals.crawled, totals.crawled_dividend,
-            ),
-        )
-        for (topic, partition), offset in sorted(offsets.items()):
-            await conn.execute(
-                "INSERT INTO importance.applied (topic, partition, next_offset) VALUES (%s, %s, %s)"
-                " ON CONFLICT (topic, partition) DO UPDATE"
-                " SET next_offset = greatest(importance.applied.next_offset, excluded.next_offset)",
-                (topic, partition, offset),
+    async def ensure_partitions(self) -> None:
+        """Creates the rows of every partition, each with its share of the cash in its virtual page."""
+        share = self.total_cash / self.partitions
+        empty = [0] * self.partitions
+        async with self._db.transaction() as conn:
+            for p in range(self.partitions):
+                totals = Totals(initial=share, virtual=share)
+                await conn.execute(
+                    "INSERT INTO importance.partitions (partition, partitions, totals, received_seq, sent_seq,"
+                    " audited_cash, audited_expected, audited_version) VALUES (%s, %s, %s, %s, %s, %s, %s, 0)"
+                    " ON CONFLICT (partition) DO NOTHING",
+                    (p, self.partitions, _totals_json(totals), empty, empty, share, share),
+                )
+            cur = await conn.execute("SELECT DISTINCT partitions FROM importance.partitions")
+            counts = {int(r[0]) for r in await cur.fetchall()}
+        if counts != {self.partitions}:
+            raise RuntimeError(
+                f"the importance state was split for {sorted(counts)} partitions, the topics have {self.partitions}:"
+                " repartitioning the state is not supported"
             )
 
-    async def conservation(self) -> tuple[float, float]:
-        """(cash accounted for, total cash): equal up to floating-point error."""
+    async def load(self, partition: int, new_engine: Callable[[], OpicEngine]) -> Loaded:
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "SELECT version, totals, applied, received_seq, sent_seq, snapshot_version"
+                " FROM importance.partitions WHERE partition = %s",
+                (partition,),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise RuntimeError(f"importance partition {partition} has no state row")
+            version, totals, applied, received, sent, snapshot_version = row
+            cur = await conn.execute(
+                "SELECT state FROM importance.snapshots WHERE partition = %s AND version = %s ORDER BY chunk",
+                (partition, snapshot_version),
+            )
+            chunks = [zlib.decompress(r[0]) for r in await cur.fetchall()]
+            cur = await conn.execute(
+                "SELECT version, delta FROM importance.changelog WHERE partition = %s AND version > %s"
+                " ORDER BY version",
+                (partition, snapshot_version),
+            )
+            deltas = await cur.fetchall()
+            cur = await conn.execute(
+                "SELECT destination, sequence, key, cash, payload FROM importance.outbox WHERE partition = %s"
+                " ORDER BY destination, sequence",
+                (partition,),
+            )
+            outbox = [OutboxRow(int(d), int(s), str(k), float(c), zlib.decompress(p))
+                      for d, s, k, c, p in await cur.fetchall()]
+        if snapshot_version and not chunks:
+            raise RuntimeError(f"importance partition {partition}: snapshot {snapshot_version} is missing")
+        expected = list(range(int(snapshot_version) + 1, int(version) + 1))
+        if [int(v) for v, _ in deltas] != expected:
+            raise RuntimeError(f"importance partition {partition}: changelog does not lead to version {version}")
+        engine = new_engine()
+        for chunk in chunks:
+            apply_rows(engine, chunk)
+        for _, delta in deltas:
+            apply_rows(engine, zlib.decompress(delta))
+        engine.totals = totals_from(totals)
+        finish_load(engine)
+        return Loaded(engine, int(version), {str(k): int(v) for k, v in dict(applied).items()},
+                      [int(x) for x in received], [int(x) for x in sent], int(snapshot_version), outbox)
+
+    async def commit(self, commits: Sequence[Commit]) -> None:
+        """One transaction for all partitions of a batch; raises Fenced if any copy is stale."""
+        async with self._db.transaction() as conn:
+            for c in sorted(commits, key=lambda c: c.partition):
+                cur = await conn.execute(
+                    "UPDATE importance.partitions SET version = version + 1, totals = %s, applied = %s,"
+                    " received_seq = %s, sent_seq = %s, updated_at = now() WHERE partition = %s AND version = %s",
+                    (_totals_json(c.totals), Jsonb(c.applied), c.received_seq, c.sent_seq, c.partition, c.version),
+                )
+                if cur.rowcount != 1:
+                    raise Fenced(f"importance partition {c.partition} was committed elsewhere since {c.version}")
+                await conn.execute(
+                    "INSERT INTO importance.changelog (partition, version, delta) VALUES (%s, %s, %s)",
+                    (c.partition, c.version + 1, zlib.compress(c.delta, LEVEL)),
+                )
+                if c.outbox:
+                    rows = c.outbox
+                    await conn.execute(
+                        "INSERT INTO importance.outbox (partition, destination, sequence, key, cash, payload)"
+                        " SELECT %s, * FROM unnest(%s::int[], %s::bigint[], %s::text[], %s::float8[], %s::bytea[])",
+                        (c.partition, [r.destination for r in rows], [r.sequence for r in rows],
+                         [r.key for r in rows], [r.cash for r in rows],
+                         [zlib.compress(r.payload, LEVEL) for r in rows]),
+                    )
+                if c.acknowledged:
+                    dests = sorted(c.acknowledged)
+                    await conn.execute(
+                        "DELETE FROM importance.outbox o USING unnest(%s::int[], %s::bigint[]) AS a(d, s)"
+                        " WHERE o.partition = %s AND o.destination = a.d AND o.sequence <= a.s",
+                        (dests, [c.acknowledged[d] for d in dests], c.partition),
+                    )
+
+    async def snapshot(self, partition: int, version: int, chunks: Sequence[bytes], audited: float,
+                       expected: float, published: Sequence[Published] = ()) -> None:
+        """Replaces the partition's snapshot and changelog with ``chunks`` (its state at ``version``).
+
+        ``published`` (home and index pages) is written to ``importance.pages`` for people to read.
+        """
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "SELECT version FROM importance.partitions WHERE partition = %s FOR UPDATE", (partition,)
+            )
+            row = await cur.fetchone()
+            if row is None or int(row[0]) != version:
+                raise Fenced(f"importance partition {partition} moved past version {version}")
+            await conn.execute("DELETE FROM importance.snapshots WHERE partition = %s", (partition,))
+            for n, chunk in enumerate(chunks):
+                await conn.execute(
+                    "INSERT INTO importance.snapshots (partition, version, chunk, state) VALUES (%s, %s, %s, %s)",
+                    (partition, version, n, zlib.compress(chunk, LEVEL)),
+                )
+            await conn.execute(
+                "DELETE FROM importance.changelog WHERE partition = %s AND version <= %s", (partition, version)
+            )
+            await conn.execute(
+                "UPDATE importance.partitions SET snapshot_version = %s, audited_cash = %s, audited_expected = %s,"
+                " audited_version = %s WHERE partition = %s",
+                (version, audited, expected, version, partition),
+            )
+            if published:
+                rows = sorted(published)
+                await conn.execute(
+                    "INSERT INTO importance.pages AS p (url_fp, url, host, cash, history, crawled, visits, last_visit)"
+                    " SELECT fp, url, host, cash, history, crawled, visits,"
+                    "   CASE WHEN visited > 0 THEN to_timestamp(visited) END"
+                    " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[], %s::float8[], %s::bool[],"
+                    "   %s::int[], %s::float8[]) AS t(fp, url, host, cash, history, crawled, visits, visited)"
+                    " ON CONFLICT (url_fp) DO UPDATE SET cash = excluded.cash, history = excluded.history,"
+                    "   crawled = excluded.crawled, visits = excluded.visits, last_visit = excluded.last_visit",
+                    tuple(list(column) for column in zip(*rows, strict=True)),
+                )
+
+    async def conservation(self) -> tuple[float | None, float]:
+        """(cash accounted for, total cash): see ``CONSERVATION_SQL``."""
         async with self._db.connection() as conn:
             cur = await conn.execute(CONSERVATION_SQL)
             row = await cur.fetchone()
             assert row is not None
-            return float(row[0]), float(row[1])
+            return (None if row[0] is None else float(row[0])), float(row[1])
 
-    def transaction(self) -> Any:
-        return self._db.transaction()
+    async def rows(self) -> list[dict[str, Any]]:
+        """Every partition row, for tests and operators."""
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                "SELECT partition, version, totals, applied, received_seq, sent_seq, snapshot_version,"
+                " audited_cash, audited_expected, audited_version FROM importance.partitions ORDER BY partition"
+            )
+            assert cur.description is not None
+            names = [c.name for c in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in await cur.fetchall()]
+

@@ -1,4 +1,13 @@
-"""Applies crawled pages (page links) to the OPIC state and announces new priorities."""
+"""Applies crawled pages (page links) and incoming cash transfers to the owned partitions.
+
+Both inputs are keyed by URL fingerprint and co-partitioned (the consumer uses the range
+assignor), so a record's partition number is the partition whose state it changes.
+Records already applied (offset below the one stored with the state) and transfers
+already applied (sequence at or below the last one from their source) are skipped, so a
+batch delivered again changes nothing. A batch is applied record by record, in order,
+then committed as a whole; if anything fails before the commit, the partitions it
+touched are dropped from memory and loaded again on the retry.
+"""
 
 from __future__ import annotations
 
@@ -6,96 +15,116 @@ import logging
 import time
 from typing import Any
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter
 
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
-from libs.common.kafka.producer import TopicProducer
-from libs.common.topics import IMPORTANCE_UPDATES
-from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
+from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
+from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
-from services.importance.cash_store import CashStore
-from services.importance.opic import PageCash, distribute_virtual, effective_cash, importance, new_page, visit
-from services.importance.settings import ImportanceSettings
+from services.importance.keys import fingerprint, fingerprints, key_text, owners
+from services.importance.owned_partitions import OwnedPartitions, PartitionState
+from services.importance.transfers import accept
 
 log = logging.getLogger(__name__)
 
-CONVERGENCE = Gauge("trawl_importance_convergence", "OPIC error bound 1/|H| (lower is better).")
 VISITS = Counter("trawl_importance_visits_total", "Crawled pages applied to the cash state.")
 
-Target = tuple[int, str, str]
 
+def followed_links(msg: pb.PageLinks, page_fp: int, follow_external: bool) -> tuple[list[int], list[str]]:
+    """Fingerprints and URLs of the distinct links cash flows over: followable, not to the page itself.
 
-def followed_targets(msg: pb.PageLinks, page_fp: int, follow_external: bool) -> list[Target]:
-    """Distinct (fp, url, host) of the links cash flows over: followable, not to the page itself."""
+    Links arrive normalised by the extractor, so they are fingerprinted as they are.
+    """
     if msg.nofollow:
-        return []
-    out: dict[int, Target] = {}
-    for link in msg.links:
-        if link.nofollow or link.link_class == pb.LINK_CLASS_BAD:
-            continue
-        if link.link_class == pb.LINK_CLASS_EXTERNAL and not follow_external:
-            continue
-        try:
-            url = normalize_url(link.url)
-        except InvalidUrl:
-            continue
-        fp = url_fingerprint(url)
-        if fp != page_fp and fp not in out:
-            out[fp] = (fp, url, url_host(url))
-    return list(out.values())
+        return [], []
+    bad, external = pb.LINK_CLASS_BAD, pb.LINK_CLASS_EXTERNAL
+    urls = [
+        link.url for link in msg.links
+        if link.url and not link.nofollow and link.link_class != bad
+        and (follow_external or link.link_class != external)
+    ]
+    distinct = dict(zip(fingerprints(urls), urls, strict=True))
+    distinct.pop(page_fp, None)
+    return list(distinct), list(distinct.values())
+
+
+def page_key(raw: str, record_key: str) -> tuple[str, int]:
+    """The crawled page's normalised URL and fingerprint.
+
+    The extractor keys page links by the fingerprint of the normalised URL, so when the URL as
+    sent hashes to the record's key it is normalised already and is not parsed again.
+    """
+    fp = fingerprint(raw)
+    if key_text(fp) == record_key:
+        return raw, fp
+    try:
+        url = normalize_url(raw)
+    except InvalidUrl as exc:
+        raise PoisonMessage(f"page links for invalid URL {raw[:200]!r}: {exc.reason}") from exc
+    return url, fingerprint(url)
 
 
 class ImportanceHandler:
-    def __init__(self, store: CashStore, producer: TopicProducer, settings: ImportanceSettings) -> None:
-        self._store = store
-        self._producer = producer
-        self._settings = settings
+    def __init__(self, partitions: OwnedPartitions, follow_external: bool = True) -> None:
+        self._partitions = partitions
+        self._follow_external = follow_external
 
     async def __call__(self, records: list[Record[Any]]) -> None:
-        parsed: list[tuple[Record[Any], Target, list[Target]]] = []
+        async with self._partitions.lock:
+            await self._apply(records)
+
+    async def _apply(self, records: list[Record[Any]]) -> None:
+        owned = self._partitions
+        owned.drop_unowned()
+        plan: list[tuple[Record[Any], tuple[int, str, list[int], list[str]] | None]] = []
         for record in records:
-            msg: pb.PageLinks = record.value
-            try:
-                url = normalize_url(msg.url)
-            except InvalidUrl as exc:
-                raise PoisonMessage(f"page links for invalid URL {msg.url[:200]!r}: {exc.reason}") from exc
-            fp = url_fingerprint(url)
-            parsed.append((record, (fp, url, url_host(url)), followed_targets(msg, fp, self._settings.follow_external)))
-        async with self._store.transaction() as conn:
-            totals = await self._store.lock_totals(conn)
-            applied = await self._store.applied_offsets(conn)
-            fps = {p[1][0] for p in parsed} | {t[0] for p in parsed for t in p[2]}
-            pages = await self._store.load_pages(conn, fps)
-            touched: dict[int, PageCash] = {}
+            if not owned.owns(record.partition):
+                continue  # revoked while the batch was under way: the new owner applies it
+            if record.topic is PAGE_LINKS:
+                msg: pb.PageLinks = record.value
+                url, fp = page_key(msg.url, record.key)
+                plan.append((record, (fp, url, *followed_links(msg, fp, self._follow_external))))
+            elif record.topic is CASH_TRANSFERS:
+                plan.append((record, None))
+        parts = iter(owners([k for _, v in plan if v is not None for k in v[2]], owned.partitions))
+        touched: dict[int, PartitionState] = {}
+        try:
+            for record, visit in plan:
+                state = await owned.get(record.partition)
+                topic = record.topic.name
+                if record.offset < state.applied.get(topic, 0):
+                    if visit is not None:
+                        for _ in visit[2]:
+                            next(parts)
+                    continue  # applied before a crash or a rebalance
+                state.applied[topic] = record.offset + 1
+                touched[record.partition] = state
+                if visit is not None:
+                    fp, url, keys, urls = visit
+                    at = (record.value.fetched_at_ms or record.timestamp_ms) / 1000.0
+                    state.shard.visit(fp, url, keys, urls, [next(parts) for _ in keys], at)
+                    VISITS.inc()
+                else:
+                    self._receive(state, record)
+            if touched:
+                states = list(touched.values())
+                now_ms = int(time.time() * 1000)
+                await owned.announce(states, now_ms)
+                await owned.commit(states, now_ms)
+        except BaseException:
+            for partition in touched:
+                owned.drop(partition)
+            raise
 
-            def get(target: Target) -> PageCash:
-                page = pages.get(target[0])
-                if page is None:
-                    page = pages[target[0]] = new_page(target[0], target[1], target[2], totals)
-                touched[target[0]] = page
-                return page
-
-            offsets: dict[tuple[str, int], int] = {}
-            for record, page_t, targets in parsed:
-                key = (record.topic.name, record.partition)
-                if record.offset < applied.get(key, 0):
-                    continue  # already applied before a crash or rebalance
-                offsets[key] = max(offsets.get(key, 0), record.offset + 1)
-                page = get(page_t)
-                visit(page, [get(t) for t in targets], totals, record.value.fetched_at_ms or record.timestamp_ms)
-                VISITS.inc()
-            distribute_virtual(totals)
-            await self._store.save(conn, list(touched.values()), totals, offsets)
-        if totals.history_total > 0:
-            CONVERGENCE.set(1.0 / totals.history_total)
-        now_ms = int(time.time() * 1000)
-        for page in touched.values():
-            self._producer.send(
-                IMPORTANCE_UPDATES,
-                page.host,
-                pb.ImportanceUpdate(
-                    url=page.url, host=page.host, cash=effective_cash(page, totals), history=page.history,
-                    importance=importance(page, totals), updated_at_ms=now_ms,
-                ),
-            )
+    @staticmethod
+    def _receive(state: PartitionState, record: Record[Any]) -> None:
+        message: pb.CashTransfer = record.value
+        try:
+            fresh = accept(message, state.received_seq, record.partition)
+        except ValueError as exc:
+            raise PoisonMessage(str(exc)) from exc
+        if fresh:
+            if not len(message.urls) == len(message.cash) == len(message.fingerprints):
+                raise PoisonMessage("cash transfer with lists of different lengths")
+            state.shard.receive(message.fingerprints, message.urls, message.cash)

@@ -15,9 +15,10 @@ from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
-from libs.common.topics import PAGE_LINKS
+from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
 from services.importance.cash_store import CashStore
 from services.importance.handler import ImportanceHandler
+from services.importance.owned_partitions import OwnedPartitions
 from services.importance.settings import ImportanceSettings
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -30,17 +31,25 @@ async def build(env: Mapping[str, str]) -> Service:
     settings = load_settings(ImportanceSettings, env)
     await asyncio.to_thread(apply_migrations, database.dsn, "importance", MIGRATIONS)
     db = Database(database, "importance")
-    store = CashStore(db, settings.total_cash)
+    partitions = PAGE_LINKS.partitions
+    store = CashStore(db, partitions, settings.total_cash)
     producer = TopicProducer(kafka, "importance")
+    owned = OwnedPartitions(
+        store, producer, settings.opic_config(partitions), kafka.topic(CASH_TRANSFERS.name),
+        snapshot_bytes=settings.snapshot_megabytes << 20, snapshot_idle=settings.snapshot_idle_seconds,
+    )
     consumer = TopicConsumer(
         kafka,
         service="importance",
         group_id=settings.group_id,
-        topics=[PAGE_LINKS],
-        handler=ImportanceHandler(store, producer, settings),
+        topics=[PAGE_LINKS, CASH_TRANSFERS],
+        handler=ImportanceHandler(owned, settings.follow_external),
         producer=producer,
+        batch_size=settings.batch_size,
+        assignment="range",  # page links and transfers are both keyed by URL: one member owns a partition's state
     )
-    return Service("importance", GrpcServer(runtime.grpc_address), [db, store, producer, consumer])
+    owned.owned = lambda: consumer.assigned_partitions(PAGE_LINKS)
+    return Service("importance", GrpcServer(runtime.grpc_address), [db, producer, owned, consumer])
 
 
 def main() -> None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from libs.common.settings import setting
+from services.importance.discovery import DiscoveryWeights
+from services.importance.engine import OpicConfig
+
+DAY = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -16,3 +20,70 @@ class ImportanceSettings:
     follow_external: bool = setting(
         "TRAWL_IMPORTANCE_FOLLOW_EXTERNAL", True, "Whether cash flows over links to other sites."
     )
+    virtual_share: float = setting(
+        "TRAWL_IMPORTANCE_VIRTUAL_SHARE",
+        0.15,
+        "Share of a crawled page's cash that goes to the virtual page (all of it when the page has no"
+        " followed out-link); the rest is shared equally by its out-links.",
+    )
+    virtual_to_all: float = setting(
+        "TRAWL_IMPORTANCE_VIRTUAL_TO_ALL",
+        0.0,
+        "Where the virtual page's cash goes: this share to all known pages equally (accurate importance),"
+        " the rest to pages not crawled yet by discovery weight (discovery). 0: only uncrawled pages;"
+        " 1: all pages. With no uncrawled page left, all of it goes to all pages.",
+    )
+    window_days: float = setting(
+        "TRAWL_IMPORTANCE_WINDOW_DAYS",
+        120.0,
+        "Sliding window T of AOPIC's history for a changing graph, in days (the 2003 paper's 4 months).",
+    )
+    home_weight: float = setting(
+        "TRAWL_IMPORTANCE_HOME_WEIGHT", 256.0,
+        "Discovery weight of a site's home page, times its known site size (see site_size_exponent).",
+    )
+    index_weight: float = setting(
+        "TRAWL_IMPORTANCE_INDEX_WEIGHT", 16.0,
+        "Discovery weight of a directory index page (path ending in /), times its known site size.",
+    )
+    site_size_exponent: float = setting(
+        "TRAWL_IMPORTANCE_SITE_SIZE_EXPONENT", 1.0,
+        "Exponent of the known site size (URLs of the host) in the discovery weight of home and index pages;"
+        " 0 with both weights at 1: textbook AOPIC (equal shares).",
+    )
+    announce_growth: float = setting(
+        "TRAWL_IMPORTANCE_ANNOUNCE_GROWTH", 1.0,
+        "An uncrawled home or index page is announced to the scheduler again once its cash grew by this"
+        " factor (1: doubled) from dividends alone.",
+    )
+    announce_min_change: float = setting(
+        "TRAWL_IMPORTANCE_ANNOUNCE_MIN_CHANGE", 1.0,
+        "A page whose cash moved by at most this share since it was last announced is not announced again"
+        " (its first announcement, and its visit, always are): fewer importance updates for pages that"
+        " collect many small shares.",
+    )
+    batch_size: int = setting(
+        "TRAWL_IMPORTANCE_BATCH_SIZE", 5000,
+        "Records consumed and committed together: larger batches mean fewer, larger changelog writes.",
+    )
+    snapshot_megabytes: int = setting(
+        "TRAWL_IMPORTANCE_SNAPSHOT_MEGABYTES", 64,
+        "A partition's state is snapshotted (and its changelog cleared) once the changelog holds this much.",
+    )
+    snapshot_idle_seconds: float = setting(
+        "TRAWL_IMPORTANCE_SNAPSHOT_IDLE_SECONDS", 2.0,
+        "A partition with changes is snapshotted after this long without new records (and its cash audited).",
+    )
+
+    def opic_config(self, partitions: int) -> OpicConfig:
+        """The engine configuration these settings describe, for a state split into ``partitions``."""
+        return OpicConfig(
+            virtual_page=True,
+            virtual_share=self.virtual_share,
+            virtual_to_all=self.virtual_to_all,
+            window_seconds=self.window_days * DAY,
+            weights=DiscoveryWeights(self.home_weight, self.index_weight, self.site_size_exponent),
+            announce_growth=self.announce_growth,
+            announce_min_change=self.announce_min_change,
+            partitions=partitions,
+        )

@@ -576,6 +576,54 @@ class ImportanceUpdate(_message.Message):
 Global___ImportanceUpdate: _TypeAlias = ImportanceUpdate  # noqa: Y015
 
 @_typing.final
+class CashTransfer(_message.Message):
+    """Cash moving over links to pages that another importance partition owns. Topic:
+    trawl.cash-transfers, key: URL fingerprint of the first page (every page of one message
+    belongs to the same partition). Sequences number the messages of one (source,
+    destination) pair from 1 without gaps; the destination applies each sequence once.
+    The pages are given as parallel lists: urls[i] gets cash[i].
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SOURCE_PARTITION_FIELD_NUMBER: _builtins.int
+    SEQUENCE_FIELD_NUMBER: _builtins.int
+    URLS_FIELD_NUMBER: _builtins.int
+    CASH_FIELD_NUMBER: _builtins.int
+    FINGERPRINTS_FIELD_NUMBER: _builtins.int
+    SENT_AT_MS_FIELD_NUMBER: _builtins.int
+    source_partition: _builtins.int
+    sequence: _builtins.int
+    sent_at_ms: _builtins.int
+    @_builtins.property
+    def urls(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """normalised"""
+
+    @_builtins.property
+    def cash(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    @_builtins.property
+    def fingerprints(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """of urls[i]: the key of the page's state"""
+
+    def __init__(
+        self,
+        *,
+        source_partition: _builtins.int = ...,
+        sequence: _builtins.int = ...,
+        urls: _abc.Iterable[_builtins.str] | None = ...,
+        cash: _abc.Iterable[_builtins.float] | None = ...,
+        fingerprints: _abc.Iterable[_builtins.int] | None = ...,
+        sent_at_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cash", b"cash", "fingerprints", b"fingerprints", "sent_at_ms", b"sent_at_ms", "sequence", b"sequence", "source_partition", b"source_partition", "urls", b"urls"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CashTransfer: _TypeAlias = CashTransfer  # noqa: Y015
+
+@_typing.final
 class FetchOutcome(_message.Message):
     """What happened to a fetch request. Topic: trawl.fetch-outcomes, key: host."""
 

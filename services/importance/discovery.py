@@ -1,0 +1,81 @@
+"""Where the virtual page sends the cash it gives to pages not crawled yet: discovery weights.
+
+The virtual page (every page links to it, it links back) hands its cash to uncrawled
+pages in proportion to a weight. Equal weights are textbook AOPIC; Trawl weighs by what
+the crawl already knows about a URL, without fetching it:
+
+* its kind, read from the URL: a site's home page (path ``/``), a directory index (a
+  path ending in ``/``, such as a section page), or any other page;
+* the size of its site as known so far (URLs of the host seen in this partition).
+
+Home and index pages are linked from every page of their site (navigation), so their
+importance grows with the site's size; other pages get weight 1 and are ranked by the
+cash their in-links bring. ``docs/evaluation.md`` gives the figures behind the defaults.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class UrlKind(IntEnum):
+    HOME = 0
+    INDEX = 1
+    PAGE = 2
+
+
+def url_kind(url: str) -> UrlKind:
+    """The kind of a normalised absolute URL (no fragment); anything else is a page."""
+    scheme_end = url.find("://")
+    if scheme_end < 0:
+        return UrlKind.PAGE
+    slash = url.find("/", scheme_end + 3)
+    if slash < 0:
+        return UrlKind.HOME
+    if "?" in url:
+        return UrlKind.PAGE
+    if slash == len(url) - 1:
+        return UrlKind.HOME
+    return UrlKind.INDEX if url.endswith("/") else UrlKind.PAGE
+
+
+def url_host_of_normalized(url: str) -> str:
+    """The host of a normalised absolute URL, without parsing it again (links arrive normalised)."""
+    start = url.find("://")
+    if start < 0:
+        return ""
+    rest = url[start + 3 :]
+    authority = rest.split("/", 1)[0].split("?", 1)[0]
+    hostport = authority.rpartition("@")[2]
+    if hostport.startswith("["):
+        return hostport[1 : hostport.find("]")]
+    return hostport.partition(":")[0]
+
+
+@dataclass(frozen=True)
+class DiscoveryWeights:
+    """weight = base of the kind x (known site size) ** exponent for home and index pages, 1 otherwise."""
+
+    home: float = 256.0
+    index: float = 16.0
+    site_size_exponent: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.home <= 0 or self.index <= 0 or self.site_size_exponent < 0:
+            raise ValueError(f"discovery weights must be positive, exponent >= 0: {self}")
+
+    @property
+    def uniform(self) -> bool:
+        return self.home == 1.0 and self.index == 1.0 and self.site_size_exponent == 0.0
+
+    def weight(self, kind: int, site_size: int) -> float:
+        if kind == UrlKind.PAGE:
+            return 1.0
+        base = self.home if kind == UrlKind.HOME else self.index
+        return base * math.pow(max(1, site_size), self.site_size_exponent)
+
+
+UNIFORM = DiscoveryWeights(home=1.0, index=1.0, site_size_exponent=0.0)
+"""Textbook AOPIC: the virtual page gives every uncrawled page the same share."""

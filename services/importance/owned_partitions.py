@@ -1,0 +1,222 @@
+"""The partitions an importance instance owns: their state in memory, made durable batch by batch.
+
+A partition is loaded from PostgreSQL the first time one of its records arrives (its
+outbox is sent again then), committed once per consumed batch with the cash transfers
+the batch created (``commit``), and dropped when the consumer no longer owns it or a
+batch failed half-way (the next use loads the last committed state again). A snapshot
+replaces a partition's changelog when the changelog grows past ``snapshot_bytes`` or the
+partition has been idle for ``snapshot_idle`` seconds, and at a clean stop.
+
+Order of effects for one batch: apply in memory; send the importance updates and flush
+(they are idempotent overwrites, so sending them before the commit only means that a
+batch replayed after a crash announces its pages again); commit (state, offsets,
+transfers into the outbox, all or nothing, fenced by version); send the transfers and
+flush; remember them as acknowledged, so the next commit deletes them from the outbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client import Gauge
+
+from libs.common.kafka.producer import TopicProducer
+from libs.common.topics import IMPORTANCE_UPDATES
+from libs.common.wire import messages as pb
+from services.importance.cash_store import CashStore, Commit, Fenced, OutboxRow, Published
+from services.importance.engine import OpicConfig, OpicEngine
+from services.importance.shard import Shard
+from services.importance.state_codec import encode_delta, encode_snapshot
+from services.importance.transfers import outbox_rows
+
+log = logging.getLogger(__name__)
+
+CONVERGENCE = Gauge("trawl_importance_convergence", "OPIC error bound 1/|H| (lower is better).")
+
+
+@dataclass
+class PartitionState:
+    shard: Shard
+    version: int
+    applied: dict[str, int]
+    received_seq: list[int]
+    sent_seq: list[int]
+    snapshot_version: int
+    hosts_saved: int
+    acknowledged: dict[int, int] = field(default_factory=dict)
+    changelog_bytes: int = 0
+    changed_at: float = 0.0
+
+    @property
+    def partition(self) -> int:
+        return self.shard.partition
+
+    @property
+    def engine(self) -> OpicEngine:
+        return self.shard.engine
+
+
+class OwnedPartitions:
+    def __init__(self, store: CashStore, producer: TopicProducer, config: OpicConfig, transfers_topic: str, *,
+                 snapshot_bytes: int = 64 << 20, snapshot_idle: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self._producer = producer
+        self._config = config
+        self._transfers_topic = transfers_topic
+        self._snapshot_bytes = snapshot_bytes
+        self._snapshot_idle = snapshot_idle
+        self._clock = clock
+        self.lock = asyncio.Lock()
+        self.states: dict[int, PartitionState] = {}
+        self.owned: Callable[[], set[int]] | None = None
+        """Partitions the consumer owns now (set by ``main``); None: every partition seen."""
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def partitions(self) -> int:
+        return self._store.partitions
+
+    # lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._store.ensure_partitions()
+        self._task = asyncio.create_task(self._idle_snapshots(), name="importance-snapshots")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        async with self.lock:
+            for state in list(self.states.values()):
+                if state.snapshot_version != state.version:
+                    try:
+                        await self.snapshot(state)
+                    except Exception:
+                        log.exception("snapshot of partition %s at stop failed; its changelog stays", state.partition)
+            self.states.clear()
+
+    async def _idle_snapshots(self) -> None:
+        while True:
+            await asyncio.sleep(max(0.1, self._snapshot_idle / 4))
+            async with self.lock:
+                now = self._clock()
+                for state in list(self.states.values()):
+                    if state.snapshot_version != state.version and now - state.changed_at >= self._snapshot_idle:
+                        try:
+                            await self.snapshot(state)
+                        except Fenced:
+                            self.drop(state.partition)
+                        except Exception:
+                            log.exception("idle snapshot of partition %s failed", state.partition)
+
+    # loading -----------------------------------------------------------------------------
+    def owns(self, partition: int) -> bool:
+        return self.owned is None or partition in self.owned()
+
+    def drop_unowned(self) -> None:
+        if self.owned is None:
+            return
+        owned = self.owned()
+        for partition in [p for p in self.states if p not in owned]:
+            self.drop(partition)
+
+    def drop(self, partition: int) -> None:
+        if self.states.pop(partition, None) is not None:
+            log.info("importance partition %s dropped from memory", partition)
+
+    async def get(self, partition: int) -> PartitionState:
+        state = self.states.get(partition)
+        if state is None:
+            state = await self._load(partition)
+            self.states[partition] = state
+        return state
+
+    async def _load(self, partition: int) -> PartitionState:
+        started = time.monotonic()
+        share = self._store.total_cash / self.partitions
+        loaded = await self._store.load(partition, lambda: OpicEngine(self._config, share))
+        state = PartitionState(Shard(partition, loaded.engine), loaded.version, loaded.applied,
+                               loaded.received_seq, loaded.sent_seq, loaded.snapshot_version,
+                               len(loaded.engine.hosts), changed_at=self._clock())
+        if loaded.outbox:
+            await self._send([(state, loaded.outbox)])
+        log.info("importance partition %s loaded: %s pages, version %s, %s transfers sent again, %.2fs",
+                 partition, len(loaded.engine), loaded.version, len(loaded.outbox), time.monotonic() - started)
+        return state
+
+    # committing --------------------------------------------------------------------------
+    async def announce(self, states: Sequence[PartitionState], now_ms: int) -> int:
+        """Sends an importance update for every page announced by ``states`` and flushes; returns how many."""
+        sent = 0
+        for state in states:
+            for a in state.shard.announcements():
+                self._producer.send(IMPORTANCE_UPDATES, a.host, pb.ImportanceUpdate(
+                    url=a.url, host=a.host, cash=a.cash, history=a.history, importance=a.importance,
+                    updated_at_ms=now_ms))
+                sent += 1
+        await self._producer.flush()
+        return sent
+
+    async def commit(self, states: Sequence[PartitionState], now_ms: int) -> None:
+        """Makes the batch durable for ``states`` and sends the transfers it created (see module doc)."""
+        commits: list[tuple[PartitionState, Commit, list[OutboxRow]]] = []
+        for state in states:
+            engine = state.engine
+            sent_seq = list(state.sent_seq)
+            rows = outbox_rows(state.partition, state.shard.take_outgoing(), sent_seq, now_ms)
+            delta = encode_delta(engine, state.hosts_saved)
+            commit = Commit(state.partition, state.version, engine.totals, dict(state.applied),
+                            list(state.received_seq), sent_seq, delta, rows, dict(state.acknowledged))
+            commits.append((state, commit, rows))
+        await self._store.commit([c for _, c, _ in commits])
+        now = self._clock()
+        for state, commit, _ in commits:
+            state.version += 1
+            state.sent_seq = commit.sent_seq
+            state.hosts_saved = len(state.engine.hosts)
+            state.changelog_bytes += len(commit.delta)
+            state.changed_at = now
+            state.acknowledged.clear()
+        await self._send([(state, rows) for state, _, rows in commits if rows])
+        for state, _, _ in commits:
+            if state.changelog_bytes >= self._snapshot_bytes:
+                await self.snapshot(state)
+        self._export_convergence()
+
+    async def _send(self, batches: Sequence[tuple[PartitionState, Sequence[OutboxRow]]]) -> None:
+        """Sends the transfers, waits for the broker to acknowledge them all, and remembers that."""
+        if not batches:
+            return
+        for _, rows in batches:
+            for row in rows:
+                self._producer.send_raw(self._transfers_topic, row.key.encode("ascii"), row.payload)
+        await self._producer.flush()
+        for state, rows in batches:
+            for row in rows:
+                state.acknowledged[row.destination] = max(state.acknowledged.get(row.destination, 0), row.sequence)
+
+    async def snapshot(self, state: PartitionState) -> None:
+        engine = state.engine
+        chunks = encode_snapshot(engine)
+        published = [
+            Published(engine.keys[s], url, engine.hosts[engine.host[s]], engine.effective_cash(s), engine.history[s],
+                      engine.crawled(s), engine.visits[s], engine.last_visit[s])
+            for s, url in engine.site_urls.items()
+        ]
+        await self._store.snapshot(state.partition, state.version, chunks, engine.accounted(), engine.expected(),
+                                   published)
+        state.snapshot_version = state.version
+        state.changelog_bytes = 0
+
+    def _export_convergence(self) -> None:
+        if not self.states:
+            return
+        mean = sum(s.engine.totals.history for s in self.states.values()) / len(self.states)
+        if mean > 0:
+            CONVERGENCE.set(1.0 / (self.partitions * mean))

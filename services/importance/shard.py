@@ -1,0 +1,150 @@
+"""One partition of the importance state: visits, incoming transfers, outgoing transfers, announcements.
+
+The service keeps one shard per partition it owns; the ordering evaluator keeps one per
+simulated partition (one by default) and hands transfers over directly. A visit shares
+the page's cash over its followed out-links and the virtual page: targets this partition
+owns get their share at once, the others are collected in ``outgoing`` by owner, to
+travel as cash-transfer messages. ``announcements`` lists every page whose cash changed
+(by more than ``announce_min_change`` of what was last announced for it), and every home
+or index page whose dividends grew past its watch threshold. Pages are given as
+fingerprint and normalised URL; the host is read from the URL only when a page is new
+or announced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from services.importance.discovery import UrlKind, url_host_of_normalized, url_kind
+from services.importance.engine import CRAWLED, KIND_MASK, OpicEngine
+
+
+class Announcement(NamedTuple):
+    """A page's importance as the scheduler gets it (an importance update)."""
+
+    key: int
+    url: str
+    host: str
+    cash: float
+    history: float
+    importance: float
+
+
+@dataclass
+class Outgoing:
+    """Shares for the pages of one other partition, as parallel lists."""
+
+    keys: list[int] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    cash: list[float] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+class Shard:
+    def __init__(self, partition: int, engine: OpicEngine) -> None:
+        self.partition = partition
+        self.engine = engine
+        self.outgoing: dict[int, Outgoing] = {}
+        self._touched: dict[int, str] = {}
+
+    def page(self, key: int, url: str) -> int:
+        """The slot of the page, added (discovered) if new."""
+        s = self.engine.slots.get(key)
+        if s is None:
+            s = self.engine.add(key, url_host_of_normalized(url), url_kind(url), url)
+        return s
+
+    def visit(self, key: int, url: str, target_keys: Sequence[int], target_urls: Sequence[str], owners: Sequence[int],
+              at: float) -> None:
+        """Applies a crawl of a page whose followed out-links are the targets (distinct, not the page itself).
+
+        ``owners`` gives the partition of each target; ``at`` is the crawl time in seconds.
+        """
+        engine = self.engine
+        s = self.page(key, url)
+        cash = engine.visit(s, at)
+        touched = self._touched
+        touched[s] = url
+        n = len(target_keys)
+        if n == 0:
+            engine.to_virtual(cash)
+            engine.distribute()
+            return
+        virtual = cash * engine.config.virtual_share if engine.config.virtual_page else 0.0
+        share = (cash - virtual) / n
+        virtual = cash - share * n
+        here = self.partition
+        slots, balances, dirty, outgoing = engine.slots, engine.cash, engine.dirty, self.outgoing
+        sent = 0
+        for tkey, turl, part in zip(target_keys, target_urls, owners, strict=True):
+            if part == here:
+                st = slots.get(tkey)
+                if st is None:
+                    st = engine.add(tkey, url_host_of_normalized(turl), url_kind(turl), turl)
+                balances[st] += share
+                dirty.add(st)
+                touched[st] = turl
+            else:
+                out = outgoing.get(part)
+                if out is None:
+                    out = outgoing[part] = Outgoing()
+                out.keys.append(tkey)
+                out.urls.append(turl)
+                out.cash.append(share)
+                sent += 1
+        if sent:
+            engine.send(share * sent)
+        engine.to_virtual(virtual)
+        engine.distribute()
+
+    def receive(self, keys: Sequence[int], urls: Sequence[str], amounts: Sequence[float]) -> None:
+        """Applies one incoming transfer: ``amounts[i]`` for the page ``keys[i]`` / ``urls[i]`` this partition owns."""
+        engine = self.engine
+        touched = self._touched
+        slots, balances, dirty = engine.slots, engine.cash, engine.dirty
+        for key, url, amount in zip(keys, urls, amounts, strict=True):
+            s = slots.get(key)
+            if s is None:
+                s = engine.add(key, url_host_of_normalized(url), url_kind(url), url)
+            balances[s] += amount
+            dirty.add(s)
+            touched[s] = url
+        engine.receive(sum(amounts))
+
+    def take_outgoing(self) -> dict[int, Outgoing]:
+        out, self.outgoing = self.outgoing, {}
+        return out
+
+    def announcements(self) -> list[Announcement]:
+        """Pages to announce since the last call (see the module docstring); clears the list."""
+        engine = self.engine
+        touched, self._touched = self._touched, {}
+        for s in engine.due():
+            url = engine.site_urls.get(s)
+            if url is not None:
+                touched[s] = url
+                engine.shown[s] = -1.0  # due: announced whatever the change
+        out = []
+        keys, shown, history, balances, flags = engine.keys, engine.shown, engine.history, engine.cash, engine.flags
+        mark_all, mark_new, weight = engine.mark_all, engine.mark_new, engine.weight
+        t = engine.totals
+        div_all, div_new = t.div_all, t.div_new
+        denominator = engine.config.partitions * (t.history + t.initial)
+        min_change = engine.config.announce_min_change
+        for s, url in touched.items():
+            cash = balances[s] + (div_all - mark_all[s])  # effective_cash, inlined: this runs for every touched page
+            if not flags[s] & CRAWLED:
+                cash += weight[s] * (div_new - mark_new[s])
+            last = shown[s]
+            if last >= 0.0 and abs(cash - last) <= min_change * last and (cash > 0.0 or last == 0.0):
+                continue
+            shown[s] = cash
+            if flags[s] & KIND_MASK != UrlKind.PAGE:
+                engine.announced(s)
+            h = history[s]
+            out.append(Announcement(keys[s], url, url_host_of_normalized(url), cash, h, (h + cash) / denominator))
+        return out

@@ -1,0 +1,238 @@
+"""The importance handler and its partitioned state on the real database and broker.
+
+Batches of page links are handed to the handler directly (as the consumer would), so the
+test decides offsets, redeliveries, restarts and rival owners; the cash transfers the
+handler sends are read back from their topic and handed to it as the consumer would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from libs.common.db.migrations import apply_migrations
+from libs.common.db.pool import Database
+from libs.common.db.settings import DatabaseSettings
+from libs.common.kafka.consumer import Record
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES
+from libs.common.wire import messages as pb
+from libs.localinfra import create_topics
+from services.importance.cash_store import CONSERVATION_SQL, CashStore, Fenced
+from services.importance.discovery import UrlKind, url_kind
+from services.importance.engine import OpicEngine
+from services.importance.handler import ImportanceHandler
+from services.importance.keys import fingerprint, owner
+from services.importance.owned_partitions import OwnedPartitions
+from tests.integration.importance.importance_web import (
+    MIGRATIONS,
+    PARTITIONS,
+    SETTINGS,
+    TOTAL,
+    WEB,
+    PageLinksFeed,
+    TransferReader,
+    audit,
+    chunks,
+    crawl_order,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+@dataclass
+class Env:
+    db: Database
+    producer: TopicProducer
+    kafka: KafkaSettings
+    transfers: TransferReader
+    feed: PageLinksFeed
+    make: Callable[[], tuple[OwnedPartitions, ImportanceHandler]]
+
+    async def pump(self, handler: ImportanceHandler) -> int:
+        """Hands every transfer sent so far to ``handler`` until none is left; returns how many."""
+        total = 0
+        while batch := await self.transfers.new(settle=0.6):
+            await deliver(handler, batch)
+            total += len(batch)
+        return total
+
+    async def crawl(self, handler: ImportanceHandler, nodes: list[int], batch: int = 40) -> None:
+        for part in chunks(nodes, batch):
+            await deliver(handler, self.feed.records(part))
+            await self.pump(handler)
+
+
+async def deliver(handler: ImportanceHandler, records: list[Record[Any]]) -> None:
+    """Hands a batch over, retrying once when a copy was stale, as the consumer retries transient errors."""
+    try:
+        await handler(records)
+    except Fenced:
+        await handler(records)
+
+
+@pytest.fixture
+async def env(fresh_db: str, kafka_bootstrap: str, unique_name: Any) -> AsyncIterator[Env]:
+    apply_migrations(fresh_db, "importance", MIGRATIONS)
+    kafka = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique_name("imp") + ".")
+    create_topics(kafka_bootstrap, [(kafka.topic(t.name), t.partitions) for t in (IMPORTANCE_UPDATES, CASH_TRANSFERS)])
+    db = Database(DatabaseSettings(dsn=fresh_db), "importance-test")
+    await db.start()
+    producer = TopicProducer(kafka, "importance-test")
+    await producer.start()
+    reader = TransferReader(kafka_bootstrap, kafka.topic(CASH_TRANSFERS.name), unique_name("reader"))
+    made: list[OwnedPartitions] = []
+
+    def make() -> tuple[OwnedPartitions, ImportanceHandler]:
+        owned = OwnedPartitions(CashStore(db, PARTITIONS, TOTAL), producer, SETTINGS.opic_config(PARTITIONS),
+                                kafka.topic(CASH_TRANSFERS.name), snapshot_idle=3600.0)
+        made.append(owned)
+        return owned, ImportanceHandler(owned)
+
+    first, _ = make()
+    await first.start()
+    try:
+        yield Env(db, producer, kafka, reader, PageLinksFeed(), make)
+    finally:
+        for owned in made:
+            if owned._task is not None:
+                owned._task.cancel()
+        reader.close()
+        await producer.stop()
+        await db.stop()
+
+
+def assert_conserved(total: float) -> None:
+    assert math.isclose(total, TOTAL, rel_tol=1e-9), total
+
+
+async def test_cash_is_conserved_across_partitions_restarts_and_redeliveries(env: Env) -> None:
+    order = crawl_order()
+    assert len(order) == len(WEB.urls)
+    half = len(order) // 2
+    _, handler = env.make()
+    await env.crawl(handler, order[:half])
+    first = await audit(env.db)
+    assert_conserved(first.total)
+    assert first.in_flight == pytest.approx(0.0, abs=1e-9)  # every transfer was applied
+    assert first.visits == half
+
+    # A restart: a new instance with nothing in memory loads the committed state and carries on;
+    # a share of what it gets is redelivered (page links and transfers it already applied).
+    _, restarted = env.make()
+    await restarted(env.feed.sent[: half // 3])
+    await restarted(env.transfers.seen[: len(env.transfers.seen) // 2])
+    await env.crawl(restarted, order[half:])
+    await restarted(env.feed.sent[-20:] + env.transfers.seen[-5:])
+    final = await audit(env.db)
+    assert_conserved(final.total)
+    assert final.in_flight == pytest.approx(0.0, abs=1e-9)
+    assert final.visits == len(order)  # each page applied once, redeliveries skipped
+    assert final.pages <= len(WEB.urls) + len(WEB.urls) // 11  # nofollow and bad links added no page
+
+    # Snapshots audit each partition's cash: the SQL view of conservation agrees.
+    owned2, _ = env.make()
+    for p in range(PARTITIONS):
+        await owned2.snapshot(await owned2.get(p))
+    async with env.db.connection() as conn:
+        cur = await conn.execute(CONSERVATION_SQL)
+        accounted, total = await cur.fetchone()  # type: ignore[misc]
+    assert total == pytest.approx(TOTAL) and accounted == pytest.approx(TOTAL, rel=1e-9)
+    async with env.db.connection() as conn:  # snapshots publish home and index pages for people to read
+        cur = await conn.execute("SELECT url, cash, history FROM importance.pages")
+        published = await cur.fetchall()
+    homes = {WEB.urls[h] for h in WEB.home_pages}
+    assert homes <= {url for url, _, _ in published}
+    assert all(url_kind(url) != UrlKind.PAGE for url, _, _ in published)
+
+
+async def test_a_stale_copy_cannot_commit_and_catches_up_on_retry(env: Env) -> None:
+    order = crawl_order()
+    _, a = env.make()
+    _, b = env.make()
+    await env.crawl(a, order[:60])
+    await env.crawl(b, order[60:120])  # b loads the partitions a committed and commits over them
+    records = env.feed.records(order[120:160])
+    with pytest.raises(Fenced):
+        await a(records)  # a's copies are stale: nothing of this batch is committed
+    await a(records)  # the retry loads the committed state first
+    await env.pump(b)
+    result = await audit(env.db)
+    assert_conserved(result.total)
+    assert result.visits == 160
+
+
+async def test_transfers_left_in_the_outbox_are_sent_again_and_applied_once(env: Env,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    order = crawl_order()
+    owned, handler = env.make()
+    await env.crawl(handler, order[:50])
+
+    async def lost(*_args: object) -> None:
+        raise ConnectionError("the broker went away after the commit")
+
+    monkeypatch.setattr(owned, "_send", lost)
+    with pytest.raises(ConnectionError):
+        await handler(env.feed.records(order[50:90]))  # committed, transfers not sent
+    monkeypatch.undo()
+    async with env.db.connection() as conn:
+        cur = await conn.execute("SELECT count(*), coalesce(sum(cash), 0) FROM importance.outbox")
+        rows, cash = await cur.fetchone()  # type: ignore[misc]
+    assert rows > 0 and cash > 0
+    half_way = await audit(env.db)
+    assert half_way.in_flight == pytest.approx(cash, rel=1e-9)  # the outbox is the cash in flight
+
+    for _ in range(2):  # two instances load the partitions in turn: the outbox is sent twice
+        again, _ = env.make()
+        for p in range(PARTITIONS):
+            await again.get(p)
+    await env.pump(handler)
+    await env.crawl(handler, order[90:120])
+    result = await audit(env.db)
+    assert_conserved(result.total)
+    assert result.in_flight == pytest.approx(0.0, abs=1e-9)
+    assert result.visits == 120
+
+
+async def test_importance_updates_carry_each_touched_pages_cash_keyed_by_host(env: Env, unique_name: Any) -> None:
+    order = crawl_order()
+    _, handler = env.make()
+    reader = Consumer({"bootstrap.servers": env.kafka.bootstrap, "group.id": unique_name("u"),
+                       "enable.auto.commit": False})
+    reader.assign([TopicPartition(env.kafka.topic(IMPORTANCE_UPDATES.name), p, OFFSET_BEGINNING)
+                   for p in range(IMPORTANCE_UPDATES.partitions)])
+    try:
+        await env.crawl(handler, order[:30])
+        latest: dict[str, tuple[str, pb.ImportanceUpdate]] = {}
+        while msgs := reader.consume(1000, 1.0):
+            for m in msgs:
+                if m.error() is None:
+                    update = pb.ImportanceUpdate.FromString(m.value() or b"")
+                    latest[update.url] = ((m.key() or b"").decode(), update)
+    finally:
+        reader.close()
+    crawled = {WEB.urls[n] for n in order[:30]}
+    linked = {WEB.urls[t] for n in order[:30] for t in WEB.out_links[n]}
+    assert set(latest) == crawled | linked
+    store = CashStore(env.db, PARTITIONS, TOTAL)
+    engines: dict[int, OpicEngine] = {}
+    for url, (key, update) in latest.items():
+        assert key == update.host == url.split("/")[2]
+        p = owner(fingerprint(url), PARTITIONS)
+        if p not in engines:
+            loaded = await store.load(p, lambda: OpicEngine(SETTINGS.opic_config(PARTITIONS), TOTAL / PARTITIONS))
+            engines[p] = loaded.engine
+        engine = engines[p]
+        s = engine.slot(fingerprint(url))
+        assert s is not None
+        assert update.history == pytest.approx(engine.history[s], rel=1e-12)
+        if engine.crawled(s):
+            assert update.cash == pytest.approx(engine.effective_cash(s), rel=1e-12, abs=1e-15)
+        else:  # the virtual page's dividends keep growing after the last announcement
+            assert update.cash <= engine.effective_cash(s) * (1 + 1e-12)

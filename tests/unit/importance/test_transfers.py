@@ -1,0 +1,63 @@
+"""Cash transfer messages: grouped by destination, numbered, cut to size, applied once."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+import services.importance.transfers as transfers
+from libs.common.wire import messages as pb
+from services.importance.keys import fingerprint, owner
+from services.importance.shard import Outgoing
+from services.importance.transfers import accept, outbox_rows
+
+
+def urls_owned_by(partition: int, count: int, partitions: int = 12) -> list[str]:
+    found = []
+    n = 0
+    while len(found) < count:
+        url = f"http://t.example/{n}"
+        if owner(fingerprint(url), partitions) == partition:
+            found.append(url)
+        n += 1
+    return found
+
+
+def shares(urls: list[str], cash: float) -> Outgoing:
+    return Outgoing([fingerprint(u) for u in urls], urls, [cash] * len(urls))
+
+
+def test_rows_are_numbered_per_destination_and_keyed_to_reach_it() -> None:
+    outgoing = {3: shares(urls_owned_by(3, 2), 0.5), 7: shares(urls_owned_by(7, 3), 0.25)}
+    sent_seq = [0] * 12
+    sent_seq[7] = 4
+    rows = outbox_rows(1, outgoing, sent_seq, 123)
+    assert [(r.destination, r.sequence) for r in rows] == [(3, 1), (7, 5)]
+    assert sent_seq[3] == 1 and sent_seq[7] == 5
+    for row in rows:
+        assert owner(int(row.key, 16) - (1 << 64 if int(row.key, 16) >= 1 << 63 else 0), 12) == row.destination
+        message = pb.CashTransfer()
+        message.ParseFromString(row.payload)
+        assert message.source_partition == 1 and message.sequence == row.sequence and message.sent_at_ms == 123
+        assert row.cash == pytest.approx(sum(message.cash))
+        assert list(message.fingerprints) == [fingerprint(u) for u in message.urls]
+    assert list(pb.CashTransfer.FromString(rows[1].payload).urls) == outgoing[7].urls
+
+
+def test_large_transfers_are_cut_into_several_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transfers, "MAX_ENTRIES", 2)
+    rows = outbox_rows(0, {5: shares(urls_owned_by(5, 5), 1.0)}, [0] * 12, 0)
+    assert [r.sequence for r in rows] == [1, 2, 3] and sum(r.cash for r in rows) == 5.0
+
+
+def test_a_transfer_is_applied_once(caplog: pytest.LogCaptureFixture) -> None:
+    received = [0] * 12
+    assert accept(pb.CashTransfer(source_partition=2, sequence=1), received, 0)
+    assert not accept(pb.CashTransfer(source_partition=2, sequence=1), received, 0)
+    assert accept(pb.CashTransfer(source_partition=2, sequence=2), received, 0)
+    with caplog.at_level(logging.ERROR):
+        assert accept(pb.CashTransfer(source_partition=2, sequence=5), received, 0)
+    assert "missing" in caplog.text and received[2] == 5
+    with pytest.raises(ValueError):
+        accept(pb.CashTransfer(source_partition=12, sequence=1), received, 0)
