@@ -12,6 +12,7 @@ from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDAT
 from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
+from services.scheduler.priority import crawl_priority
 from services.scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class SchedulerHandler:
                                   path_penalty=min(max(msg.path_penalty, 0.0), MAX_PATH_PENALTY)))
             elif record.topic is IMPORTANCE_UPDATES:
                 url, host, fp = _checked(msg.url)
-                priorities.append(Priority(fp, url, host, float(msg.cash)))
+                priorities.append(Priority(fp, url, host, crawl_priority(float(msg.cash))))
             elif record.topic is FETCH_OUTCOMES:
                 if not msg.request_id:
                     raise PoisonMessage("fetch outcome without request id")
