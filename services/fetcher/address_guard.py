@@ -179,21 +179,22 @@ class TargetGuard:
 
     async def check(self, host: str) -> str | None:
         """An error (``blocked_address:...`` or ``dns_error:...``) if ``host`` may not be fetched, else None."""
+        now = time.monotonic()
+        asked = host
+        cached = self._cache.get(asked)
+        if cached is not None and cached[0] > now:
+            return cached[1]
         host = host.lower().rstrip(".").strip("[]")
         if self._policy.name_allowed(host):
-            return None
-        if _is_ip_literal(host):
+            verdict: str | None = None
+        elif _is_ip_literal(host):
             reason = self._policy.refusal(host)
-            return None if reason is None else f"{ERROR_BLOCKED_ADDRESS}:{host} ({reason})"
-        if self._resolver is None:
-            return None  # the connection pool's GuardedResolver judges it when connecting
-        cached = self._cache.get(host)
-        now = time.monotonic()
-        if cached is not None and cached[0] > now:
-            self._cache.move_to_end(host)
-            return cached[1]
-        verdict = await self._resolve_verdict(host)
-        self._cache[host] = (now + self._ttl, verdict)
+            verdict = None if reason is None else f"{ERROR_BLOCKED_ADDRESS}:{host} ({reason})"
+        elif self._resolver is None:
+            verdict = None  # the connection pool's GuardedResolver judges it when connecting
+        else:
+            verdict = await self._resolve_verdict(host)
+        self._cache[asked] = (now + self._ttl, verdict)
         while len(self._cache) > self._max_entries:
             self._cache.popitem(last=False)
         return verdict

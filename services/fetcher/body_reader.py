@@ -125,17 +125,35 @@ class BodyReader:
 
         Network errors from ``stream`` propagate. With an error, ``decoded`` is what could be decoded.
         """
+        watch = _RateWatch(self._limits, self.raw) if self._limits.min_bytes_per_second > 0 else None
+        try:
+            return await self._read(stream)
+        except asyncio.CancelledError:
+            if watch is None or not watch.fired or watch.task.uncancel() > 0:
+                raise
+            return Body(bytes(self.raw), b"", False, ERROR_SLOW_BODY)
+        finally:
+            if watch is not None:
+                watch.close()
+
+    async def _read(self, stream: ByteStream) -> Body:
         cap = self._limits.max_body_bytes
+        size = min(self._limits.chunk_size, cap + 1)
         decoder = _decoder(self._encoding)
         unknown = f"{ERROR_UNDECODABLE_BODY}:{self._encoding[:40]}"
         raw = self.raw
+        if isinstance(decoder, _Identity):  # no coding: the body is the bytes as received, kept once
+            while len(raw) <= cap:
+                chunk = await stream.read(size)
+                if not chunk:
+                    body = bytes(raw)
+                    return Body(body, body, False)
+                raw += chunk
+            body = bytes(raw[:cap])
+            return Body(body, body, True)
         decoded = bytearray()
-        loop = asyncio.get_running_loop()
-        started = loop.time()
         while True:
-            chunk = await _next_chunk(stream, self._limits, len(raw), loop.time() - started)
-            if chunk is None:
-                return Body(bytes(raw), bytes(decoded), False, ERROR_SLOW_BODY)
+            chunk = await stream.read(size)
             if not chunk:
                 return Body(bytes(raw), bytes(decoded), False, "" if decoder is not None else unknown)
             raw += chunk
@@ -153,21 +171,41 @@ class BodyReader:
                 return Body(bytes(raw[:cap]), bytes(decoded), True)
 
 
+class _RateWatch:
+    """Cancels the reading task once the body falls below the minimum average rate.
+
+    One timer per body, not per read: it fires when, had nothing more come, the
+    average would drop below the rate, and looks again if more did come.
+    """
+
+    def __init__(self, limits: BodyLimits, received: bytearray) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        self.fired = False
+        self._limits = limits
+        self._received = received
+        self._loop = asyncio.get_running_loop()
+        self._started = self._loop.time()
+        self._handle = self._loop.call_at(self._due(), self._check)
+
+    def _due(self) -> float:
+        """When one more byte must have come for the average to hold."""
+        limits = self._limits
+        return self._started + max(limits.rate_grace, (len(self._received) + 1) / limits.min_bytes_per_second)
+
+    def _check(self) -> None:
+        due = self._due()
+        if due > self._loop.time():
+            self._handle = self._loop.call_at(due, self._check)
+            return
+        self.fired = True
+        self.task.cancel()
+
+    def close(self) -> None:
+        self._handle.cancel()
+
+
 async def read_body(stream: ByteStream, content_encoding: str, limits: BodyLimits) -> Body:
     """Read one body with a fresh :class:`BodyReader`."""
     return await BodyReader(content_encoding, limits).read(stream)
-
-
-async def _next_chunk(stream: ByteStream, limits: BodyLimits, received: int, elapsed: float) -> bytes | None:
-    """The next chunk (``b""`` at the end), or None when the body is too slow."""
-    size = min(limits.chunk_size, limits.max_body_bytes + 1)
-    if limits.min_bytes_per_second <= 0:
-        return await stream.read(size)
-    # By this many seconds from the start, one more byte must have come for the average to hold.
-    due = max(limits.rate_grace, (received + 1) / limits.min_bytes_per_second)
-    if due <= elapsed:
-        return None
-    try:
-        return await asyncio.wait_for(stream.read(size), due - elapsed)
-    except TimeoutError:
-        return None

@@ -175,7 +175,7 @@ class FetchCore:
         if parsed is None or not is_fetchable_url(parsed):
             return FetchAttempt(url, "invalid_url", None, False, self._clock.now(), ERROR_INVALID_URL)
         host = (parsed.raw_host or "").lower()
-        origin = origin_of(url)
+        origin = str(parsed.origin())  # what origin_of gives, without parsing the URL again
         try:
             policy = await self._robots.policy(origin)
             if not policy.allowed(url):

@@ -7,11 +7,12 @@ The state machine itself (gaps, backoff, parking, FIFO waiters) lives in
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from services.fetcher.politeness_types import HostReleasedError
 
@@ -78,34 +79,42 @@ class HostSlot:
         self.granted_at = granted_at
         self.waited = waited
         self.recorded = False
-        self._abort = asyncio.Event()
+        self._cut = False  # abort() was called
+        self._guarded: asyncio.Task[object] | None = None
 
     async def guard(self, work: Awaitable[T]) -> T:
-        """Await ``work`` (the request), cutting it short if the host is released meanwhile.
+        """Await ``work`` (the request) in this task, cutting it short if the host is released meanwhile.
 
         A cut-short request is cancelled, counts as a response that lasted
         until now (for the gap), and raises :class:`HostReleasedError`.
         """
-        task = asyncio.ensure_future(work)
-        aborted = asyncio.ensure_future(self._abort.wait())
+        task = asyncio.current_task()
+        if self._cut or task is None:
+            if inspect.iscoroutine(work):
+                work.close()
+            self._released()
+        self._guarded = task
         try:
-            await asyncio.wait((task, aborted), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            task.cancel()
-            raise
+            return await work
+        except asyncio.CancelledError:
+            if not self._cut or task.uncancel() > 0:  # cancelled for another reason too
+                raise
+            self._released()
         finally:
-            aborted.cancel()
-        if task.done():
-            return task.result()
-        task.cancel()
-        await asyncio.wait((task,))  # the connection is closed before the slot is given up
+            self._guarded = None
+
+    def _released(self) -> NoReturn:
         self._owner._record_cut_short(self, self._state)
         retry_at = self._owner.next_allowed_at(self.host)
         raise HostReleasedError(self.host, "released to another fetcher mid-request", retry_at)
 
     def abort(self) -> None:
         """Cut the request running in :meth:`guard` short (the host is being released)."""
-        self._abort.set()
+        if self._cut:
+            return
+        self._cut = True
+        if self._guarded is not None:
+            self._guarded.cancel()
 
     def record(self, response_seconds: float, status: int, retry_after: float | None, error: bool) -> None:
         """Report the finished request: its duration, HTTP status (0 if none), Retry-After, network error.

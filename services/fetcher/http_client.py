@@ -227,13 +227,16 @@ class HttpFetcher:
             raise RuntimeError("HttpFetcher.start() has not been called")
         limit = self._max_redirects if max_redirects is None else max_redirects
         try:
-            current = URL(url).with_fragment(None)
+            current = URL(url)
+            if current.raw_fragment:
+                current = current.with_fragment(None)
         except (ValueError, TypeError):
             return _failure(url, url, ERROR_INVALID_URL, [], 0.0)
         if not is_fetchable_url(current):
             return _failure(url, url, ERROR_INVALID_URL, [], 0.0)
+        current_text = str(current)
         chain: list[str] = []
-        visited = {str(current)}
+        visited = {current_text}
         budget = self._total_timeout
         elapsed = 0.0
         loop = asyncio.get_running_loop()
@@ -243,15 +246,15 @@ class HttpFetcher:
             elapsed += self._clock.now() - started
             budget -= loop.time() - real_started
             if isinstance(hop_or_error, str):
-                return _failure(url, str(current), hop_or_error, chain, elapsed)
+                return _failure(url, current_text, hop_or_error, chain, elapsed)
             hop = hop_or_error
             if hop.error:
-                return _failure(url, str(current), hop.error, chain, elapsed)
+                return _failure(url, current_text, hop.error, chain, elapsed)
             location = _header(hop.headers, "location")
             if hop.status not in REDIRECT_STATUSES or location is None:
                 return HttpResponse(
                     url=url,
-                    final_url=str(current),
+                    final_url=current_text,
                     status=hop.status,
                     headers=hop.headers,
                     body=hop.body,
@@ -261,26 +264,27 @@ class HttpFetcher:
                     content_type=hop.content_type,
                     retry_after=hop.retry_after,
                 )
-            chain.append(str(current))
+            chain.append(current_text)
             try:
                 target = current.join(URL(location.strip())).with_fragment(None)
             except (ValueError, TypeError):
                 target = None
             if target is None or not is_fetchable_url(target):
                 detail = _clip(location)
-                return _failure(url, str(current), f"{ERROR_INVALID_REDIRECT}:{detail}", chain, elapsed)
-            if str(target) in visited:
-                return _failure(url, str(current), ERROR_REDIRECT_LOOP, chain, elapsed)
+                return _failure(url, current_text, f"{ERROR_INVALID_REDIRECT}:{detail}", chain, elapsed)
+            target_text = str(target)
+            if target_text in visited:
+                return _failure(url, current_text, ERROR_REDIRECT_LOOP, chain, elapsed)
             if len(chain) > limit:
-                return _failure(url, str(current), ERROR_TOO_MANY_REDIRECTS, chain, elapsed)
+                return _failure(url, current_text, ERROR_TOO_MANY_REDIRECTS, chain, elapsed)
             refusal = await self._guard.check(target.raw_host or "") if self._guard is not None else None
             if refusal is not None:  # before robots.txt of the target is asked for
-                return _failure(url, str(current), refusal, chain, elapsed)
-            if allow is not None and not await allow(str(target)):
-                error = f"{ERROR_DISALLOWED_REDIRECT}:{target}"
-                return _failure(url, str(current), error, chain, elapsed)
-            visited.add(str(target))
-            current = target
+                return _failure(url, current_text, refusal, chain, elapsed)
+            if allow is not None and not await allow(target_text):
+                error = f"{ERROR_DISALLOWED_REDIRECT}:{target_text}"
+                return _failure(url, current_text, error, chain, elapsed)
+            visited.add(target_text)
+            current, current_text = target, target_text
 
     async def _request(self, session: aiohttp.ClientSession, url: URL, budget: float, accept_all: bool) -> _Hop | str:
         """One GET of ``url`` within ``budget`` seconds: a hop, or an error code."""
@@ -326,10 +330,12 @@ class HttpFetcher:
             return f"client_error:{_describe(exc)}"
 
     async def _read(self, response: aiohttp.ClientResponse, accept_all: bool, started: float) -> _Hop:
-        headers = [(str(k), str(v)) for k, v in response.headers.items()]
+        headers = list(response.headers.items())
         content_type = media_type(response.headers.get("Content-Type"))
-        retry_after = parse_retry_after(
-            response.headers.get("Retry-After"), response.headers.get("Date"), self._wall_clock()
+        retry_header = response.headers.get("Retry-After")
+        retry_after = (
+            None if retry_header is None
+            else parse_retry_after(retry_header, response.headers.get("Date"), self._wall_clock())
         )
         body = Body(b"", b"", False)
         cut = "length"

@@ -291,6 +291,11 @@ class HostPoliteness:
             raise PolitenessTimeoutError(
                 key, f"not free for {state.next_allowed_at - now:.1f}s, over max_wait", state.next_allowed_at
             )
+        if not state.waiters and state.in_flight < self._max_in_flight and now >= state.next_allowed_at:
+            state.in_flight += 1  # free right away: no queue to join (the common case)
+            if self._max_in_flight > 1:
+                state.next_allowed_at = max(state.next_allowed_at, now + self._min_delay)
+            return
         deadline = now + max_wait
         waiter = Waiter()
         state.waiters.append(waiter)

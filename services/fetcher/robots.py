@@ -182,9 +182,13 @@ class RobotsCache:
         politeness slot uses this, since the shared fetch may be waiting for
         that very slot.
         """
-        origin = origin_of(origin)
         self.stats.lookups += 1
-        cached = self.cached_policy(origin)
+        cached = self._cache.get(origin)  # the common case: asked in normal form, and cached
+        if cached is not None and self._clock.now() < cached.expires_at:
+            self._cache.move_to_end(origin)
+        else:
+            origin = origin_of(origin)
+            cached = self.cached_policy(origin)
         if cached is not None:
             self.stats.cache_hits += 1
             return cached

@@ -81,7 +81,7 @@ def discovery_publisher(producer: TopicProducer) -> Callable[[str, list[str]], N
 def encode_body(body: bytes) -> tuple[bytes, str]:
     if len(body) <= COMPRESS_ABOVE:
         return body, "identity"
-    return zlib.compress(body, 3), "zlib"
+    return zlib.compress(body, 1), "zlib"  # level 1: twice as fast as 3 on HTML, a few percent larger
 
 
 class FetchWorker:
