@@ -14,7 +14,7 @@ import typer
 app = typer.Typer(help="Offline evaluators (same code as the services).", no_args_is_help=True)
 
 # One module per evaluator; each defines ``register(app: typer.Typer) -> None``.
-EVALUATORS: tuple[str, ...] = ("dedup", "bandit", "partition", "freshness")
+EVALUATORS: tuple[str, ...] = ("dedup", "bandit", "partition", "freshness", "ordering")
 
 for _name in EVALUATORS:
     importlib.import_module(f"cli.eval.{_name}").register(app)

@@ -1,0 +1,183 @@
+"""Simulated crawls of a graph under one ordering policy each, one page at a time.
+
+Every policy sees only what a crawler would: the seeds, then the out-links of the pages it
+crawled. ``omniscient`` alone also knows the true PageRank of the pages discovered so far
+and always takes the highest (the practical upper bound). ``aopic`` and ``opic`` run the
+importance service's own classes (``Shard`` over ``OpicEngine``, with the service's
+settings for AOPIC) and a frontier that, like the scheduler's, orders the URLs by
+``crawl_priority`` of the cash last announced for them (ties by key, as the scheduler's
+``ORDER BY priority DESC, url_fp``); with ``partitions`` > 1 the URLs are split between
+shards by the same hash as the service's partitions, and transfers arrive at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cli.eval.ordering_graph import CrawlGraph
+from services.importance.discovery import UNIFORM
+from services.importance.engine import OpicConfig, OpicEngine
+from services.importance.keys import fingerprint, owners
+from services.importance.settings import ImportanceSettings
+from services.importance.shard import Shard
+from services.scheduler.priority import crawl_priority
+
+POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "omniscient")
+TOTAL_CASH = 100.0
+
+
+def plain_opic_config() -> OpicConfig:
+    """OPIC as the digest gives it: no virtual page (pages without out-links swallow cash), no window."""
+    return OpicConfig(virtual_page=False, virtual_share=0.0, weights=UNIFORM)
+
+
+@dataclass
+class ImportanceCrawl:
+    """The importance state of a simulated crawl: shards, keys and what was last announced."""
+
+    graph: CrawlGraph
+    config: OpicConfig
+    partitions: int = 1
+    seeded: bool = False
+    """True: seeds get the total cash directly (plain OPIC); False: the virtual page gives it."""
+    keys: list[int] = field(init=False)
+    shards: list[Shard] = field(init=False)
+    node_of: dict[int, int] = field(init=False)
+    owner: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.keys = [fingerprint(label) for label in self.graph.labels]
+        self.node_of = {k: i for i, k in enumerate(self.keys)}
+        self.owner = owners(self.keys, self.partitions)
+        self.shards = [Shard(p, OpicEngine(self.config, TOTAL_CASH / self.partitions)) for p in range(self.partitions)]
+        seeds = self.graph.seeds
+        for s in seeds:
+            shard = self.shards[self.owner[s]]
+            slot = shard.page(self.keys[s], self.graph.labels[s])
+            if self.seeded:
+                shard.engine.endow(slot, TOTAL_CASH / len(seeds))
+        for shard in self.shards:
+            shard.engine.distribute()
+
+    def cash(self, node: int) -> float:
+        engine = self.shards[self.owner[node]].engine
+        slot = engine.slot(self.keys[node])
+        return 0.0 if slot is None else engine.effective_cash(slot)
+
+    def importance(self, node: int) -> float:
+        engine = self.shards[self.owner[node]].engine
+        slot = engine.slot(self.keys[node])
+        return 0.0 if slot is None else engine.importance(slot)
+
+    def visit(self, node: int, at: float) -> list[tuple[int, float]]:
+        """Crawls ``node``; returns (node, cash) of every page announced since."""
+        shard = self.shards[self.owner[node]]
+        targets, keys, labels, owner = self.graph.out[node], self.keys, self.graph.labels, self.owner
+        shard.visit(keys[node], labels[node], [keys[t] for t in targets], [labels[t] for t in targets],
+                    [owner[t] for t in targets], at)
+        for dest, out in shard.take_outgoing().items():
+            self.shards[dest].receive(out.keys, out.urls, out.cash)
+        announced = []
+        for s in self.shards:
+            announced += [(self.node_of[a.key], a.cash) for a in s.announcements()]
+        return announced
+
+    def accounted(self) -> float:
+        return math.fsum(s.engine.accounted() for s in self.shards)
+
+
+def importance_order(crawl: ImportanceCrawl) -> Iterator[int]:
+    """Greedy: the discovered page with the highest ``crawl_priority`` of its announced cash first."""
+    graph = crawl.graph
+    keys = crawl.keys
+    crawled = bytearray(graph.size)
+    current: dict[int, float] = {}
+    heap: list[tuple[float, int, int]] = []
+    for s in graph.seeds:
+        current[s] = crawl_priority(crawl.cash(s))
+        heapq.heappush(heap, (-current[s], keys[s], s))
+    step = 0
+    while heap:
+        priority, _, node = heapq.heappop(heap)
+        if crawled[node] or current.get(node) != -priority:
+            continue
+        crawled[node] = 1
+        step += 1
+        yield node
+        for other, cash in crawl.visit(node, float(step)):
+            if not crawled[other]:
+                value = crawl_priority(cash)
+                current[other] = value
+                heapq.heappush(heap, (-value, keys[other], other))
+
+
+def breadth_first(graph: CrawlGraph) -> Iterator[int]:
+    seen = bytearray(graph.size)
+    queue = list(dict.fromkeys(graph.seeds))
+    for s in queue:
+        seen[s] = 1
+    i = 0
+    while i < len(queue):
+        node = queue[i]
+        i += 1
+        yield node
+        for t in graph.out[node]:
+            if not seen[t]:
+                seen[t] = 1
+                queue.append(t)
+
+
+def random_order(graph: CrawlGraph, seed: int) -> Iterator[int]:
+    rng = random.Random(seed)
+    seen = bytearray(graph.size)
+    pool = list(dict.fromkeys(graph.seeds))
+    for s in pool:
+        seen[s] = 1
+    while pool:
+        i = rng.randrange(len(pool))
+        pool[i], pool[-1] = pool[-1], pool[i]
+        node = pool.pop()
+        yield node
+        for t in graph.out[node]:
+            if not seen[t]:
+                seen[t] = 1
+                pool.append(t)
+
+
+def omniscient(graph: CrawlGraph, rank: np.ndarray) -> Iterator[int]:
+    seen = bytearray(graph.size)
+    heap = [(-float(rank[s]), s) for s in dict.fromkeys(graph.seeds)]
+    heapq.heapify(heap)
+    for _, s in heap:
+        seen[s] = 1
+    while heap:
+        _, node = heapq.heappop(heap)
+        yield node
+        for t in graph.out[node]:
+            if not seen[t]:
+                seen[t] = 1
+                heapq.heappush(heap, (-float(rank[t]), t))
+
+
+def policy_order(name: str, graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings,
+                 partitions: int, seed: int) -> tuple[Iterator[int], ImportanceCrawl | None]:
+    """The crawl order of policy ``name`` and, for the OPIC family, its importance state."""
+    if name == "aopic":
+        crawl = ImportanceCrawl(graph, settings.opic_config(partitions), partitions)
+        return importance_order(crawl), crawl
+    if name == "opic":
+        crawl = ImportanceCrawl(graph, plain_opic_config(), partitions, seeded=True)
+        return importance_order(crawl), crawl
+    if name == "breadth_first":
+        return breadth_first(graph), None
+    if name == "random":
+        return random_order(graph, seed), None
+    if name == "omniscient":
+        return omniscient(graph, rank), None
+    raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
