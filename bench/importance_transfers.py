@@ -1,0 +1,353 @@
+"""Link transfers per second the importance service applies with its real state store; memory per million URLs.
+
+A link transfer is one share of a crawled page's cash moving over one followed out-link.
+Contender: the service's own path, ``ImportanceHandler`` over ``OwnedPartitions`` (state
+in memory per partition, each consumed batch committed to PostgreSQL as changelog deltas,
+cash for other partitions' pages written to the outbox and sent as cash-transfer
+messages), one instance owning all 12 partitions, on a throwaway PostgreSQL (durable by
+default; ``--fast`` turns fsync off) and a local Tansu broker. The transfers it sends are
+read back from their topic and handed to it, as its consumer would, so a share counts
+once the partition that owns its target applied it. Baseline: Trawl's first layout
+(``bench.importance_rowstore``: one row per URL, loaded and upserted per batch), on the
+same batches, database server and broker. Both send the importance updates.
+
+The batches are page links of a web-like graph (``libs.simweb.webgraph``) crawled
+breadth-first from its home pages, cut into consumer batches of ``--batch`` records.
+Memory: bytes per URL of an ``OpicEngine`` holding a million URLs (tracemalloc), against
+one Python object per URL in a dict, and the size of its snapshot in PostgreSQL.
+
+    .venv/bin/python -m bench.importance_transfers [--pages 30000 --batch 2000 --repeat 3] [--fast] [--json]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import multiprocessing
+import shutil
+import sys
+import tempfile
+import time
+import tracemalloc
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from bench.harness import (
+    REPO,
+    Comparison,
+    add_postgres_options,
+    base_parser,
+    fresh_database,
+    interleaved,
+    report,
+    throwaway_postgres,
+)
+from bench.importance_rowstore import RowStoreHandler
+from libs.common.db.migrations import apply_migrations
+from libs.common.db.pool import Database
+from libs.common.db.settings import DatabaseSettings
+from libs.common.kafka.consumer import Record
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES, PAGE_LINKS
+from libs.common.wire import messages as pb
+from libs.localinfra import LocalBroker, LocalPostgres, create_topics, free_port
+from libs.simweb.webgraph import build_web_graph, web_like_config
+from services.importance.cash_store import CashStore
+from services.importance.discovery import UrlKind
+from services.importance.engine import OpicEngine
+from services.importance.handler import ImportanceHandler, followed_links
+from services.importance.keys import fingerprint, key_text, owners
+from services.importance.owned_partitions import OwnedPartitions
+from services.importance.settings import ImportanceSettings
+from services.importance.state_codec import encode_snapshot
+
+MIGRATIONS = REPO / "services" / "importance" / "migrations"
+PARTITIONS = PAGE_LINKS.partitions
+FETCHED_AT_MS = 1_700_000_000_000
+
+
+@dataclass
+class Workload:
+    records: list[tuple[int, int, str, bytes]]
+    """(partition, offset, key, page-links message as bytes), in crawl order."""
+    transfers: int
+    pages: int
+
+
+def build_workload(pages: int, seed: int) -> Workload:
+    """Every page of a generated web, breadth-first from its home pages, as the extractor would send them."""
+    graph = build_web_graph(web_like_config(pages, seed))
+    seen = set(graph.home_pages)
+    order = list(graph.home_pages)
+    for node in order:
+        for t in graph.out_links[node]:
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    offsets = [0] * PARTITIONS
+    records = []
+    transfers = 0
+    page_owner = owners([fingerprint(graph.urls[n]) for n in order], PARTITIONS)
+    for node, part in zip(order, page_owner, strict=True):
+        url = graph.urls[node]
+        host = url.split("/")[2]
+        links = [pb.Link(url=graph.urls[t], link_class=pb.LINK_CLASS_INTERNAL
+                         if graph.urls[t].split("/")[2] == host else pb.LINK_CLASS_EXTERNAL)
+                 for t in graph.out_links[node]]
+        msg = pb.PageLinks(url=url, host=host, fetched_at_ms=FETCHED_AT_MS + node, links=links)
+        transfers += len(followed_links(msg, fingerprint(url), True)[0])
+        records.append((part, offsets[part], key_text(fingerprint(url)), msg.SerializeToString()))
+        offsets[part] += 1
+    return Workload(records, transfers, len(order))
+
+
+def decoded(raw: list[tuple[int, int, str, bytes]]) -> list[Record[Any]]:
+    """Records as the consumer hands them over (decoded here, in the timed loop, as the consumer does)."""
+    return [Record(PAGE_LINKS, p, o, k, pb.PageLinks.FromString(v), FETCHED_AT_MS, None, None) for p, o, k, v in raw]
+
+
+class TransferFeed:
+    """The cash-transfers topic read back as records, without a consumer group."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: set[int]) -> None:
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
+                                   "enable.auto.commit": False, "fetch.wait.max.ms": 10})
+        self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(partitions)])
+
+    def take(self, timeout: float) -> list[Record[Any]]:
+        out = []
+        for msg in self._consumer.consume(100_000, timeout):
+            if msg.error() is None:
+                out.append(Record(CASH_TRANSFERS, int(msg.partition() or 0), int(msg.offset() or 0), "",
+                                  pb.CashTransfer.FromString(msg.value() or b""), 0, None, None))
+        return out
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+@dataclass(frozen=True)
+class ReplicaJob:
+    index: int
+    replicas: int
+    dsn: str
+    bootstrap: str
+    prefix: str
+    pages: int
+    seed: int
+    batch: int
+
+
+def replica(job: ReplicaJob, ready: Any, start: Any, shared: Any, results: Any) -> None:
+    """One importance instance owning every ``replicas``-th partition (a process of its own)."""
+    results.put((job.index, asyncio.run(_replica(job, ready, start, shared))))
+
+
+async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> float:
+    mine = {p for p in range(PARTITIONS) if p % job.replicas == job.index}
+    raw = [r for r in build_workload(job.pages, job.seed).records if r[0] in mine]
+    kafka = KafkaSettings(bootstrap=job.bootstrap, topic_prefix=job.prefix)
+    db = Database(DatabaseSettings(dsn=job.dsn), f"bench-importance-{job.index}")
+    await db.start()
+    producer = TopicProducer(kafka, f"bench-importance-{job.index}")
+    await producer.start()
+    settings = ImportanceSettings()
+    owned = OwnedPartitions(CashStore(db, PARTITIONS, settings.total_cash), producer,
+                            settings.opic_config(PARTITIONS), kafka.topic(CASH_TRANSFERS.name), snapshot_idle=3600.0)
+    owned.owned = lambda: mine
+    handler = ImportanceHandler(owned)
+    feed = TransferFeed(job.bootstrap, kafka.topic(CASH_TRANSFERS.name), mine)
+    for p in mine:
+        await owned.get(p)  # loaded before the clock starts, as right after an assignment
+    ready.put(job.index)
+    await asyncio.to_thread(start.wait)
+    size = job.batch
+    waiting: list[Record[Any]] = []
+    started = time.perf_counter()
+    try:
+        while True:  # as the consumer does: batches of what arrived, transfers and page links mixed
+            waiting += await asyncio.to_thread(feed.take, 0.0 if raw else 0.05)
+            batch, waiting = waiting[:size], waiting[size:]
+            room = size - len(batch)
+            batch += decoded(raw[:room])
+            del raw[:room]
+            if batch:
+                await handler(batch)
+            states = owned.states.values()
+            base = 3 * job.index
+            shared[base] = sum(s.engine.totals.sent for s in states)
+            shared[base + 1] = sum(s.engine.totals.received for s in states)
+            shared[base + 2] = float(len(raw))
+            if batch:
+                continue
+            sent = sum(shared[3 * i] for i in range(job.replicas))
+            received = sum(shared[3 * i + 1] for i in range(job.replicas))
+            left = sum(shared[3 * i + 2] for i in range(job.replicas))
+            if left == 0 and abs(sent - received) <= 1e-9 * max(1.0, sent):
+                return time.perf_counter() - started  # every page applied, every share sent applied
+    finally:
+        feed.close()
+        if owned._task is not None:
+            owned._task.cancel()
+        await producer.stop()
+        await db.stop()
+
+
+async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: int, batch: int, replicas: int,
+                       transfers: int, run: int) -> float:
+    """Link transfers per second of ``replicas`` instances of the service's path (see module doc)."""
+    with fresh_database(server, f"bench_importance_{run}") as dsn:
+        apply_migrations(dsn, "importance", MIGRATIONS)
+        prefix = f"bench{uuid.uuid4().hex[:8]}."
+        kafka = KafkaSettings(bootstrap=bootstrap, topic_prefix=prefix)
+        create_topics(bootstrap, [(kafka.topic(t.name), t.partitions) for t in (CASH_TRANSFERS, IMPORTANCE_UPDATES)])
+        db = Database(DatabaseSettings(dsn=dsn), "bench-importance")
+        await db.start()
+        await CashStore(db, PARTITIONS, ImportanceSettings().total_cash).ensure_partitions()
+        await db.stop()
+        context = multiprocessing.get_context("spawn")
+        ready, results, start = context.Queue(), context.Queue(), context.Event()
+        shared = context.Array("d", 3 * replicas, lock=False)
+        for i in range(replicas):
+            shared[3 * i + 2] = 1.0
+        procs = [context.Process(target=replica, args=(ReplicaJob(i, replicas, dsn, bootstrap, prefix, pages, seed,
+                                                                  batch), ready, start, shared, results))
+                 for i in range(replicas)]
+        for proc in procs:
+            proc.start()
+        try:
+            for _ in procs:
+                await asyncio.to_thread(ready.get, True, 300)
+            start.set()
+            elapsed = [(await asyncio.to_thread(results.get, True, 600))[1] for _ in procs]
+        finally:
+            for proc in procs:
+                proc.join(timeout=30)
+                if proc.is_alive():
+                    proc.kill()
+    return float(transfers / max(elapsed))
+
+
+async def row_store(server: LocalPostgres, bootstrap: str, workload: Workload, batch: int, run: int) -> float:
+    with fresh_database(server, f"bench_rowstore_{run}") as dsn:
+        kafka = KafkaSettings(bootstrap=bootstrap, topic_prefix=f"bench{uuid.uuid4().hex[:8]}.")
+        create_topics(bootstrap, [(kafka.topic(IMPORTANCE_UPDATES.name), IMPORTANCE_UPDATES.partitions)])
+        db = Database(DatabaseSettings(dsn=dsn), "bench-rowstore")
+        await db.start()
+        producer = TopicProducer(kafka, "bench-rowstore")
+        await producer.start()
+        handler = RowStoreHandler(db, producer)
+        await handler.setup()
+        try:
+            raw = list(workload.records)
+            started = time.perf_counter()
+            while raw:
+                await handler(decoded(raw[:batch]))
+                del raw[:batch]
+            elapsed = time.perf_counter() - started
+        finally:
+            await producer.stop()
+            await db.stop()
+    return workload.transfers / elapsed
+
+
+@dataclass(slots=True)
+class PageObject:
+    """The baseline of the memory figure: one object per URL."""
+
+    cash: float
+    history: float
+    mark_new: float
+    mark_all: float
+    weight: float
+    last_visit: float
+    visits: int
+    host: int
+    flags: int
+
+
+def memory_per_url(count: int) -> dict[str, float]:
+    """Bytes per URL: the engine, one object per URL in a dict, and the engine's snapshot."""
+    hosts = [f"site-{i:05d}.example" for i in range(max(1, count // 100))]
+
+    def url(i: int) -> str:
+        return f"http://{hosts[i % len(hosts)]}/section-{i % 7}/page-{i}.html"
+
+    gc.collect()
+    tracemalloc.start()
+    engine = OpicEngine(ImportanceSettings().opic_config(PARTITIONS), 100.0)
+    for i in range(count):
+        kind = UrlKind.HOME if i < len(hosts) else UrlKind.PAGE
+        engine.add(fingerprint(url(i)), hosts[i % len(hosts)], kind, f"http://{hosts[i]}/" if kind == 0 else "")
+    engine_bytes = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    snapshot_bytes = sum(len(c) for c in encode_snapshot(engine))
+    del engine
+    gc.collect()
+    tracemalloc.start()
+    objects = {fingerprint(url(i)): PageObject(0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0, i % len(hosts), 2)
+               for i in range(count)}
+    object_bytes = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del objects
+    return {"engine": engine_bytes / count, "objects": object_bytes / count, "snapshot": snapshot_bytes / count}
+
+
+async def main_async(argv: list[str]) -> None:
+    parser = base_parser(__doc__ or "")
+    add_postgres_options(parser)
+    parser.add_argument("--pages", type=int, default=30_000, help="Pages of the generated web (all crawled).")
+    parser.add_argument("--batch", type=int, default=5000, help="Records per consumed batch.")
+    parser.add_argument("--replicas", type=int, default=1, help="Importance instances, each in its own process.")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--memory-urls", type=int, default=1_000_000, help="URLs for the memory figure (0: skip).")
+    parser.add_argument("--no-baseline", action="store_true", help="Measure the service path only.")
+    args = parser.parse_args(argv)
+    workload = build_workload(args.pages, args.seed)
+    root = Path(tempfile.mkdtemp(prefix="trawl-bench-broker-", dir="/var/tmp"))
+    broker = LocalBroker(root / "broker", free_port())
+    try:
+        broker.ensure_started()
+        with throwaway_postgres(args.fast) as server:
+            runs = iter(range(10_000))
+
+            async def contender() -> float:
+                return await service_path(server, broker.bootstrap, args.pages, args.seed, args.batch, args.replicas,
+                                          workload.transfers, next(runs))
+
+            async def baseline() -> float:
+                if args.no_baseline:
+                    return float("nan")
+                return await row_store(server, broker.bootstrap, workload, args.batch, next(runs))
+
+            name = f"service path, {args.replicas} instance(s): partitions in memory + changelog"
+            a, b = await interleaved(contender, baseline, args.repeat, (name, "one row per URL"))
+    finally:
+        broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    memory = memory_per_url(args.memory_urls) if args.memory_urls else {}
+    notes = [f"{workload.pages:,} pages, {workload.transfers:,} link transfers, batches of {args.batch:,} records",
+             "durable PostgreSQL (fsync on)" if not args.fast else "PostgreSQL with fsync off"]
+    if memory:
+        notes.append(
+            f"memory per URL at {args.memory_urls:,} URLs: engine {memory['engine']:.0f} B,"
+            f" one object per URL {memory['objects']:.0f} B; snapshot {memory['snapshot']:.0f} B per URL"
+            f" = {memory['engine'] * 1e6 / 2**20:.0f} MiB per million URLs in memory"
+        )
+    report(Comparison("importance_transfers", "link transfers/s", a, b,
+                      {"pages": workload.pages, "transfers": workload.transfers, "batch": args.batch,
+                       "replicas": args.replicas, "partitions": PARTITIONS, "memory_bytes_per_url": memory},
+                      notes), args.json)
+
+
+def main() -> None:
+    asyncio.run(main_async(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()
