@@ -10,12 +10,15 @@ PageRank first). After 10%, 20%, 30% and 50% of the graph's pages are crawled it
 the share of the total PageRank (damping 0.85) each policy captured and its ratio to
 omniscient's, and the Spearman correlation between AOPIC's importance estimates and
 PageRank over the pages crawled, at each mark and once every reachable page was crawled.
-The JSON object's keys are documented in ``docs/evaluation.md``.
+AOPIC runs with the importance service's settings, read from the environment like the
+service's (``TRAWL_IMPORTANCE_*``), so a setting's effect is measured by setting it. The JSON
+object's keys are documented in ``docs/evaluation.md``.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from scipy.stats import spearmanr
 from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, policy_order
 from cli.eval.ordering_graph import DAMPING, CrawlGraph, GraphFormatError, generate, pagerank, read_graph
 from cli.output import console, emit
+from libs.common.settings import SettingsError, load_settings
 from libs.simweb.webgraph import write_graph
 from services.importance.settings import ImportanceSettings
 
@@ -95,6 +99,7 @@ def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: 
             "virtual_share": settings.virtual_share, "virtual_to_all": settings.virtual_to_all,
             "home_weight": settings.home_weight, "index_weight": settings.index_weight,
             "site_size_exponent": settings.site_size_exponent, "announce_growth": settings.announce_growth,
+            "announce_min_change": settings.announce_min_change,
         },
     }
 
@@ -143,10 +148,11 @@ def register(app: typer.Typer) -> None:
                 raise GraphFormatError("give --graph and --seeds, or --generate N")
             if partitions < 1:
                 raise GraphFormatError("--partitions must be at least 1")
-        except (OSError, GraphFormatError) as exc:
+            settings = load_settings(ImportanceSettings, os.environ)
+        except (OSError, GraphFormatError, SettingsError) as exc:
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from exc
-        result = evaluate(graph, wanted, ImportanceSettings(), partitions, seed)
+        result = evaluate(graph, wanted, settings, partitions, seed)
         result["generated"] = generated
         marks = [f"{int(m * 100)}% crawled" for m in MARKS]
         emit(as_json, result, "PageRank share captured (ratio to omniscient)", ["policy", *marks], _rows(result))
