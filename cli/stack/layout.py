@@ -17,7 +17,10 @@ class StackSettings:
     broker_port: int = setting("TRAWL_LOCAL_BROKER_PORT", 19092, "Port of the local Kafka-compatible broker.")
     postgres_port: int = setting("TRAWL_LOCAL_POSTGRES_PORT", 15432, "Port of the local PostgreSQL server.")
     grpc_base_port: int = setting(
-        "TRAWL_LOCAL_GRPC_BASE_PORT", 50151, "gRPC port of the first service (scheduler: admin API); others follow."
+        "TRAWL_LOCAL_GRPC_BASE_PORT",
+        17151,
+        "gRPC port of the first service (scheduler: admin API); others follow. Below the kernel's ephemeral"
+        " range (32768+), so an outgoing connection never holds it.",
     )
     metrics_base_port: int = setting(
         "TRAWL_LOCAL_METRICS_BASE_PORT", 9151, "Metrics port of the first service; others follow (0: off)."
