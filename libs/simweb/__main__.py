@@ -1,6 +1,6 @@
 """Serve a simulated web until SIGINT or SIGTERM.
 
-    python -m libs.simweb --port 8080 --seed 7 --hosts 60 --pages 5000 [--speed 0] [--log-file F]
+    python -m libs.simweb --port 8080 --seed 7 --hosts 60 --pages 5000 [--speed 0] [--rhythmic] [--log-file F]
 
 Prints the address once listening. Point a crawler at it as an HTTP proxy, or
 map every ``*.test`` host to 127.0.0.1 and this port; ``--seeds-file`` writes the
@@ -14,6 +14,7 @@ import asyncio
 import logging
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 from libs.simweb.build import build_web
 from libs.simweb.clock import SimClock
 from libs.simweb.config import SimWebConfig
+from libs.simweb.rhythm import rhythmic_config
 from libs.simweb.server import SimWebServer
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--start", type=datetime.fromisoformat, default=None,
                         help="simulated start instant, ISO 8601 with offset (default: the web's start_time)")
     parser.add_argument("--no-hubs", action="store_true", help="build the web without hub pages")
+    parser.add_argument("--rhythmic", action="store_true",
+                        help="hubs publish by day with quiet nights and weekends, per-hub shifts and bursts")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds of delay per request")
     parser.add_argument("--log-file", type=Path, default=None, help="append one JSON line per request here")
     parser.add_argument("--seeds-file", type=Path, default=None, help="write the home page URLs here")
@@ -51,15 +55,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 async def serve(args: argparse.Namespace) -> None:
-    config = SimWebConfig(
-        seed=args.seed,
-        hosts=args.hosts,
-        pages=args.pages,
-        hub_host_ratio=0.0 if args.no_hubs else SimWebConfig.hub_host_ratio,
-        latency_range=(args.latency, args.latency),
-    )
+    values = {
+        "seed": args.seed,
+        "hosts": args.hosts,
+        "pages": args.pages,
+        "hub_host_ratio": 0.0 if args.no_hubs else SimWebConfig.hub_host_ratio,
+        "latency_range": (args.latency, args.latency),
+    }
+    config = rhythmic_config(**values) if args.rhythmic else SimWebConfig(**values)
     web = build_web(config)
-    clock = SimClock(args.start or web.start_time, speed=args.speed)
+    # On wall-clock time, so that a scheduler given the same start, speed and origin runs in step.
+    clock = SimClock(args.start or web.start_time, speed=args.speed, monotonic=time.time)
     if args.seeds_file is not None:
         args.seeds_file.write_text("".join(f"{url}\n" for url in web.home_pages()), encoding="utf-8")
     server = SimWebServer(web, clock, host=args.host, port=args.port, log_file=args.log_file,
@@ -72,6 +78,10 @@ async def serve(args: argparse.Namespace) -> None:
     try:
         print(f"simulated web: {len(web.hosts)} hosts, {len(web.pages)} pages, clock x{args.speed:g} from "
               f"{clock.now().isoformat()}; serving at {server.url} (HTTP proxy or Host header)", flush=True)
+        if args.speed > 0:
+            print(f"a scheduler in step: TRAWL_SCHEDULER_CLOCK_START={clock.start.isoformat()}"
+                  f" TRAWL_SCHEDULER_CLOCK_SPEED={args.speed:g} TRAWL_SCHEDULER_CLOCK_ORIGIN={clock.origin!r}",
+                  flush=True)
         await stop.wait()
     finally:
         await server.stop()

@@ -45,6 +45,12 @@ class SimClock:
     def start(self) -> datetime:
         return self._start
 
+    @property
+    def origin(self) -> float:
+        """The ``monotonic`` reading at which the clock showed ``start`` (with ``time.time`` as the
+        monotonic source, a wall-clock instant another process can be given to run in step)."""
+        return self._origin
+
     def now(self) -> datetime:
         """The current simulated instant (timezone-aware, UTC)."""
         elapsed = (self._monotonic() - self._origin) * self._speed

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import grpc
@@ -41,6 +41,7 @@ MAX_LIST = 10_000
 MAX_DRAIN_WAIT = 600.0
 Context = grpc.aio.ServicerContext[object, object]
 TopicStats = Callable[[], list[TopicRow]]  # blocking: run in a thread
+Explain = Callable[[str], Awaitable[admin_pb.UrlExplanation]]  # a normalised URL's freshness plan
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,15 @@ def _host_name(raw: str) -> str:
 
 class AdminApi(admin_grpc.AdminServiceServicer):
     def __init__(
-        self, db: Database, state: AdminState, on_change: Callable[[], None], topic_stats: TopicStats | None = None
+        self, db: Database, state: AdminState, on_change: Callable[[], None], topic_stats: TopicStats | None = None,
+        explain: Explain | None = None,
     ) -> None:
         self._db = db
         self._state = state
         self._store = state.frontier
         self._on_change = on_change
         self._topic_stats = topic_stats
+        self._explain = explain
 
     # -- seeds and sites ----------------------------------------------------------------
 
@@ -232,6 +235,16 @@ class AdminApi(admin_grpc.AdminServiceServicer):
             self._db, url, fp, row, policies[0] if policies else None, await self._store.is_paused(), goal_holds,
             _limit(request.history_limit, 20, 1000),
         )
+
+    async def ExplainUrl(self, request: admin_pb.ExplainUrlRequest, context: Context) -> admin_pb.UrlExplanation:
+        try:
+            url = normalize_url(request.url.strip())
+        except InvalidUrl as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a crawlable URL: {exc.reason}")
+        if self._explain is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this scheduler plans no revisits")
+        assert self._explain is not None
+        return await self._explain(url)
 
     async def GetTopPages(self, request: admin_pb.GetTopPagesRequest, context: Context) -> admin_pb.TopPages:
         limit = _limit(request.limit, 20, 1000)

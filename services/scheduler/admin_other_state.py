@@ -11,16 +11,13 @@ partitions its tables by host id: a URL's history is read with its host's id, ta
 ``linkbase.hosts`` by name, so one partition's index answers; a link base without host ids
 is read by URL fingerprint alone.
 
-The change rate of a page is Cho and Garcia-Molina's estimator over its content versions:
-``r = -ln((n - X + 0.5) / (n + 0.5))`` changes per mean interval, for ``X`` changes seen in
-``n`` intervals between consecutive fetches.
+The change rate of a page is Cho and Garcia-Molina's estimator over its content versions
+(``services/scheduler/freshness/estimator.py``, the one the revisit planner uses).
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +26,7 @@ from typing import Any
 import psycopg
 
 from libs.common.db.pool import Database
+from services.scheduler.freshness.estimator import change_rate, history_of_versions
 
 log = logging.getLogger(__name__)
 DAY = 86400.0
@@ -162,14 +160,7 @@ async def versions(db: Database, url_fp: int, host: str, limit: int) -> list[Ver
 def changes_per_day(newest_first: Sequence[VersionRow]) -> float | None:
     """Estimated content changes per day from consecutive versions; None with fewer than two."""
     known = [v for v in reversed(newest_first) if v.fetched_at is not None]
-    intervals = changes = 0
-    span = 0.0
-    for before, after in itertools.pairwise(known):
-        assert before.fetched_at is not None and after.fetched_at is not None
-        intervals += 1
-        changes += after.content_fp != before.content_fp
-        span += max(0.0, (after.fetched_at - before.fetched_at).total_seconds())
-    if intervals == 0 or span <= 0:
-        return None
-    per_interval = -math.log((intervals - changes + 0.5) / (intervals + 0.5))
-    return per_interval / (span / intervals) * DAY
+    history = history_of_versions([v.fetched_at.timestamp() for v in known if v.fetched_at is not None],
+                                  [v.content_fp for v in known])
+    rate = change_rate(history)
+    return None if rate is None else rate * DAY

@@ -9,14 +9,20 @@ goal's sites (``services/scheduler/bandits/arm_store.py``, recorded in the same
 transactions as outcomes and discoveries, only for registered sites), and large hosts
 with several request slots (``set_host_slots``): up to ``slots`` requests of such a host in
 flight, their starts spaced by the host's politeness gap as the fetcher last reported it.
+
+Revisits: a fetched page keeps status ``fetched`` with ``next_fetch_at`` at its planned revisit
+(:data:`NEVER` unless a ``revisits`` planner sets one in the same transaction:
+``services/scheduler/freshness/revisit_hook.py``), and a dispatch round first moves the pages
+whose time has come back to ``queued``. Scheduling times are the ``clock``'s
+(``services/scheduler/clock.py``); politeness and leases stay on the database's clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 
@@ -25,6 +31,8 @@ from libs.common.kafka.partitioner import partition_for
 from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
 from services.scheduler.bandits import arm_store
 from services.scheduler.bandits.allocator import ArmState
+from services.scheduler.clock import SchedulerClock, SystemClock
+from services.scheduler.priority import PriorityWeights, priority_sql
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,24 @@ class Dispatched:
     request_id: str
 
 
+@dataclass(frozen=True)
+class FetchedPage:
+    url_fp: int
+    url: str
+    host: str
+
+
+class RevisitPlanning(Protocol):
+    """Plans the next fetch of fetched pages, on the frontier transaction's connection."""
+
+    async def fetched(self, conn: AsyncConnection[Any], pages: Sequence[FetchedPage]) -> None: ...
+
+    async def discovered(self, conn: AsyncConnection[Any], found: Mapping[int, tuple[str, int]]) -> None: ...
+
+
 _FINAL = ("fetched", "failed", "blocked", "skipped")  # outcomes that end a page's fetch (not a retry)
+# The next fetch of a fetched page nothing plans a revisit for (the last instant Python can read back).
+NEVER = datetime(9999, 12, 31, tzinfo=UTC)
 
 
 def _dedupe(rows: Sequence[NewUrl]) -> list[NewUrl]:
@@ -119,9 +144,13 @@ async def _reweigh_paths(conn: AsyncConnection[Any], rows: Sequence[NewUrl]) -> 
 
 
 class FrontierStore:
-    def __init__(self, db: Database, partitions: int) -> None:
+    def __init__(self, db: Database, partitions: int, clock: SchedulerClock | None = None,
+                 revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None) -> None:
         self._db = db
         self._partitions = partitions
+        self._clock = clock or SystemClock()
+        self._revisits = revisits
+        self._weights = weights or PriorityWeights()
 
     async def add_urls(self, rows: Sequence[NewUrl]) -> int:
         """Queues URLs not seen before; returns how many were new."""
@@ -136,18 +165,21 @@ class FrontierStore:
                 (hosts, [partition_for(h, self._partitions) for h in hosts]),
             )
             cur = await conn.execute(
-                "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, depth, source, path_key, path_penalty)"
-                " SELECT fp, url, host, 'queued', depth, source, NULLIF(path, ''), penalty"
+                "INSERT INTO scheduler.frontier AS f"
+                "   (url_fp, url, host, status, depth, source, path_key, path_penalty, next_fetch_at)"
+                " SELECT fp, url, host, 'queued', depth, source, NULLIF(path, ''), penalty, %s::timestamptz"
                 " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[])"
                 "   AS t(fp, url, host, depth, source, path, penalty)"
                 " ORDER BY fp"
                 " ON CONFLICT (url_fp) DO UPDATE SET status = 'queued', depth = excluded.depth,"
                 "   source = excluded.source, discovered_at = now(), path_key = excluded.path_key,"
+                "   next_fetch_at = excluded.next_fetch_at,"
                 "   path_penalty = excluded.path_penalty,"
                 "   priority = f.priority * (1 - excluded.path_penalty) / (1 - f.path_penalty)"
                 " WHERE f.status = 'known'"
                 " RETURNING f.url_fp",
                 (
+                    self._clock.now(),
                     [r.url_fp for r in rows],
                     [r.url for r in rows],
                     [r.host for r in rows],
@@ -159,27 +191,38 @@ class FrontierStore:
             )
             admitted = {int(r[0]) for r in await cur.fetchall()}
             await _reweigh_paths(conn, rows)
-            await arm_store.credit_discoveries(conn, _found_on(rows, admitted))
+            found = _found_on(rows, admitted)
+            await arm_store.credit_discoveries(conn, found)
+            if self._revisits is not None:
+                await self._revisits.discovered(conn, found)
             return len(admitted)
 
     async def set_priorities(self, rows: Sequence[Priority]) -> None:
+        """Records the cash the importance service announced (``Priority.priority``) and the priority it makes."""
         latest = {r.url_fp: r for r in rows}
         if not latest:
             return
         vals = sorted(latest.values(), key=lambda r: r.url_fp)
         async with self._db.transaction() as conn:
             await conn.execute(
-                "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, priority)"
-                " SELECT fp, url, host, 'known', pr"
-                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::float8[]) AS t(fp, url, host, pr)"
-                " ON CONFLICT (url_fp) DO UPDATE SET priority = excluded.priority * (1 - f.path_penalty)",
-                ([r.url_fp for r in vals], [r.url for r in vals], [r.host for r in vals], [r.priority for r in vals]),
+                "INSERT INTO scheduler.frontier AS f (url_fp, url, host, status, cash, priority)"
+                " SELECT fp, url, host, 'known', pr, " + priority_sql("pr", "1", "0", "0")
+                + " FROM unnest(%(fps)s::bigint[], %(urls)s::text[], %(hosts)s::text[], %(cash)s::float8[])"
+                "   AS t(fp, url, host, pr)"
+                " ON CONFLICT (url_fp) DO UPDATE SET cash = excluded.cash,"
+                "   priority = " + priority_sql("excluded.cash", "f.change_probability", "f.freshness_gain",
+                                                "f.path_penalty"),
+                {"fps": [r.url_fp for r in vals], "urls": [r.url for r in vals], "hosts": [r.host for r in vals],
+                 "cash": [r.priority for r in vals], "w_importance": self._weights.importance,
+                 "w_freshness": self._weights.freshness},
             )
 
     async def apply_outcomes(self, rows: Sequence[Outcome], max_attempts: int, retry_base: float) -> int:
         """Applies outcomes of in-flight requests; stale or repeated outcomes are ignored."""
         applied = 0
         ended: list[tuple[int, str, bool]] = []
+        fetched: list[FetchedPage] = []
+        now = self._clock.now()
         async with self._db.transaction() as conn:
             for o in sorted(rows, key=lambda r: r.url_fp):
                 cur = await conn.execute(
@@ -187,23 +230,27 @@ class FrontierStore:
                     "  status = CASE WHEN %(status)s <> 'retry' THEN %(status)s"
                     "                WHEN attempts >= %(max)s THEN 'failed' ELSE 'queued' END,"
                     "  next_fetch_at = CASE WHEN %(status)s = 'retry'"
-                    "      THEN now() + make_interval(secs => %(base)s * power(2, greatest(attempts - 1, 0)))"
-                    "      ELSE next_fetch_at END,"
+                    "      THEN %(now)s + make_interval(secs => %(base)s * power(2, greatest(attempts - 1, 0)))"
+                    "      WHEN %(status)s = 'fetched' THEN %(never)s ELSE next_fetch_at END,"
                     "  fetched_at = %(at)s, http_status = %(http)s, last_outcome = %(outcome)s,"
                     "  last_error = nullif(%(error)s, ''),"
                     "  fetch_seq = CASE WHEN %(status)s = 'fetched' THEN nextval('scheduler.fetch_seq')"
                     "                   ELSE fetch_seq END,"
                     "  request_id = NULL"
-                    " WHERE url_fp = %(fp)s AND request_id = %(rid)s AND status = 'in_flight'",
+                    " WHERE url_fp = %(fp)s AND request_id = %(rid)s AND status = 'in_flight'"
+                    " RETURNING url",
                     {
                         "status": o.status, "max": max_attempts, "base": retry_base, "at": o.fetched_at,
                         "http": o.http_status, "outcome": o.outcome, "error": o.error[:2000], "fp": o.url_fp,
-                        "rid": o.request_id,
+                        "rid": o.request_id, "now": now, "never": NEVER,
                     },
                 )
-                if cur.rowcount == 0:
+                updated = await cur.fetchone()
+                if updated is None:
                     continue
                 applied += 1
+                if o.status == "fetched":
+                    fetched.append(FetchedPage(o.url_fp, str(updated[0]), o.host))
                 if o.status in _FINAL:
                     ended.append((o.url_fp, o.host, o.status == "fetched"))
                 # A host with several slots keeps its own spacing (see dispatch); only an error's
@@ -224,6 +271,8 @@ class FrontierStore:
                     },
                 )
             await arm_store.record_pulls(conn, ended)
+            if self._revisits is not None and fetched:
+                await self._revisits.fetched(conn, fetched)
         return applied
 
     async def dispatch(self, room: int, partitions: Sequence[int], held: Sequence[str] = ()) -> list[Dispatched]:
@@ -235,7 +284,13 @@ class FrontierStore:
         """
         if room <= 0 or not partitions:
             return []
+        now = self._clock.now()
         async with self._db.transaction() as conn:
+            await conn.execute(  # fetched pages whose revisit has come are queued again
+                "UPDATE scheduler.frontier SET status = 'queued', attempts = 0"
+                " WHERE status = 'fetched' AND next_fetch_at <= %s",
+                (now,),
+            )
             cur = await conn.execute(
                 "WITH idle AS ("
                 "  SELECT host FROM scheduler.hosts"
@@ -251,7 +306,7 @@ class FrontierStore:
                 "), best AS ("
                 "  SELECT b.url_fp, b.priority FROM free, LATERAL ("
                 "    SELECT url_fp, priority FROM scheduler.frontier f"
-                "    WHERE f.host = free.host AND f.status = 'queued' AND f.next_fetch_at <= now()"
+                "    WHERE f.host = free.host AND f.status = 'queued' AND f.next_fetch_at <= %(now)s"
                 "    ORDER BY f.priority DESC, f.url_fp LIMIT 1) b"
                 "  ORDER BY b.priority DESC, b.url_fp LIMIT %(room)s"
                 ")"
@@ -259,7 +314,7 @@ class FrontierStore:
                 "   dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
                 " FROM best WHERE f.url_fp = best.url_fp"
                 " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id",
-                {"parts": list(partitions), "room": room, "held": list(held)},
+                {"parts": list(partitions), "room": room, "held": list(held), "now": now},
             )
             # RETURNING follows the join plan, not best's ORDER BY: restore best first.
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))
@@ -359,7 +414,8 @@ class FrontierStore:
     async def ready_count(self) -> int:
         async with self._db.connection() as conn:
             cur = await conn.execute(
-                "SELECT count(*) FROM scheduler.frontier WHERE status = 'queued' AND next_fetch_at <= now()"
+                "SELECT count(*) FROM scheduler.frontier WHERE status = 'queued' AND next_fetch_at <= %s",
+                (self._clock.now(),),
             )
             row = await cur.fetchone()
             return int(row[0]) if row else 0

@@ -19,10 +19,14 @@ from libs.common.settings import load_settings
 from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_REQUESTS, IMPORTANCE_UPDATES
 from services.scheduler.admin_api import SERVICE_NAME, AdminApi, AdminState, registrar
 from services.scheduler.admin_topics import topic_stats
+from services.scheduler.clock import ClockSettings, clock_from
 from services.scheduler.dispatcher import Dispatcher
+from services.scheduler.freshness.components import build_freshness
+from services.scheduler.freshness.settings import FreshnessSettings
 from services.scheduler.frontier_metrics import FrontierMetrics
 from services.scheduler.frontier_store import FrontierStore
 from services.scheduler.handlers import SchedulerHandler
+from services.scheduler.priority import PriorityWeights
 from services.scheduler.settings import SchedulerSettings
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -38,7 +42,10 @@ async def build(env: Mapping[str, str]) -> Service:
     await asyncio.to_thread(apply_migrations, database.dsn, "scheduler", MIGRATIONS)
 
     db = Database(database, "scheduler")
-    store = FrontierStore(db, FETCH_REQUESTS.partitions)
+    clock = clock_from(load_settings(ClockSettings, env))
+    weights = load_settings(PriorityWeights, env)
+    freshness = build_freshness(db, load_settings(FreshnessSettings, env), weights, clock)
+    store = FrontierStore(db, FETCH_REQUESTS.partitions, clock=clock, revisits=freshness.hook, weights=weights)
     producer = TopicProducer(kafka, "scheduler")
     consumer = TopicConsumer(
         kafka,
@@ -52,11 +59,13 @@ async def build(env: Mapping[str, str]) -> Service:
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),
                             policies=admin.policies, goal=admin.goal)
-    api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix))
+    api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),
+                   explain=freshness.explainer.explain)
     server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)],
                         interceptors=interceptors, credentials=credentials)
     gauges = FrontierMetrics(db, settings.lease_seconds)
-    return Service("scheduler", server, [db, producer, dispatcher, consumer, gauges])
+    return Service("scheduler", server,
+                   [db, producer, freshness.registry, freshness.trainer, dispatcher, consumer, gauges])
 
 
 def main() -> None:

@@ -26,7 +26,13 @@ from typing import Any
 
 from services.scheduler.freshness.bursts import BurstSettings
 from services.scheduler.freshness.keys import Route, route_keys
-from services.scheduler.freshness.model import ForestSettings, RateModel, r2_on_period, train_rate_model
+from services.scheduler.freshness.model import (
+    ForestSettings,
+    RateModel,
+    observed_from,
+    r2_on_period,
+    train_rate_model,
+)
 from services.scheduler.freshness.policy import IntervalBounds, WaitingTimePolicy, budget_target
 from services.scheduler.freshness.rates import DAY, HOUR, ConstantRate, HourlyRates
 from services.scheduler.freshness.replay import (
@@ -94,7 +100,8 @@ def train(history: Mapping[str, Sequence[float]], window: Split, settings: Evalu
     model_times: dict[str, list[float]] = {}
     for key, route in routes.items():
         model_times.setdefault(route.model_key, []).extend(in_window[key])
-    models = {mk: train_rate_model(sorted(times), window.train_start, window.train_end, settings.forest)
+    models = {mk: train_rate_model(sorted(times), observed_from(times, window.train_start), window.train_end,
+                                   settings.forest)
               for mk, times in sorted(model_times.items())}
     return Trained(routes, models, model_times)
 

@@ -5,7 +5,8 @@ protocol (:class:`SightingReader`): the children pages revealed, each with the p
 revealed it, its extracted publish date, and the previous and current fetch times of that
 page. The appearance rule of seed 001 is applied here, once, whatever the source:
 
-- the child's publish date, where the extractor found one;
+- the child's publish date, where the extractor found one with a time of day (a bare date,
+  read as midnight UTC, tells the day but not the hour, which is what the models learn);
 - else, with ``T_last`` the parent's previous fetch and ``T_now`` the one that revealed the
   child (``T_last < T_page <= T_now``): the midpoint when ``T_now - T_last`` is under an hour;
 - else (a wider gap, or the parent's first fetch, with no ``T_last``): unknown, skipped.
@@ -56,12 +57,17 @@ class SightingReader(Protocol):
 
 def appearance_time(sighting: Sighting, max_gap: float = MIDPOINT_MAX_GAP) -> float | None:
     """When the child appeared, by the rule above, or ``None`` when it cannot be told."""
-    if sighting.published_at is not None:
+    if sighting.published_at is not None and not date_only(sighting.published_at):
         return sighting.published_at
     last, now = sighting.previous_fetch_at, sighting.fetched_at
     if last is None or now is None or now <= last or now - last >= max_gap:
         return None
     return last + (now - last) / 2.0
+
+
+def date_only(published_at: float) -> bool:
+    """A publish time at exactly midnight UTC is a date without a time of day (what many pages declare)."""
+    return published_at % 86400 == 0
 
 
 def appearances(sightings: Iterable[Sighting], since: float, until: float) -> list[Appearance]:

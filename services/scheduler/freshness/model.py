@@ -90,6 +90,17 @@ def window_hours(start: float, end: float) -> tuple[float, int]:
     return first, max(0, int((end - first) // HOUR))
 
 
+def observed_from(times: Sequence[float], since: float) -> float:
+    """Where a key's training window starts: at ``since``, or at the hour of its first item if later.
+
+    A key first seen a week ago has a week of history, not three weeks of silence before it:
+    hours before the first item anyone saw of a key are unknown, not quiet.
+    """
+    if not times:
+        return since
+    return max(since, math.floor(min(times) / HOUR) * HOUR)
+
+
 def _forest(settings: ForestSettings) -> RandomForestRegressor:
     return RandomForestRegressor(
         n_estimators=settings.trees, min_samples_leaf=settings.min_samples_leaf, max_features=settings.max_features,

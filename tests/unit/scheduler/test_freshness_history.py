@@ -65,3 +65,10 @@ def test_bad_files_say_where(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with pytest.raises(HistoryFileError):
         read_history_csv(path)
+
+
+def test_a_bare_date_is_no_appearance_time() -> None:
+    midnight = T  # 2026-03-02T00:00:00Z: a page that declared the day only
+    assert appearance_time(Sighting("http://a.test/x/1", published_at=midnight)) is None
+    assert appearance_time(Sighting("http://a.test/x/1", published_at=midnight, previous_fetch_at=T + 100,
+                                    fetched_at=T + 700)) == T + 400

@@ -86,3 +86,11 @@ def test_no_hour_is_predicted_empty() -> None:
 def test_a_window_too_short_is_refused() -> None:
     with pytest.raises(ValueError):
         train_rate_model([MONDAY], MONDAY, MONDAY + 5 * HOUR, ForestSettings())
+
+
+def test_a_young_key_is_trained_from_the_hour_of_its_first_item() -> None:
+    from services.scheduler.freshness.model import observed_from
+
+    assert observed_from([MONDAY + 3 * 86400 + 5.5 * HOUR], MONDAY) == MONDAY + 3 * 86400 + 5 * HOUR
+    assert observed_from([MONDAY - HOUR], MONDAY) == MONDAY
+    assert observed_from([], MONDAY) == MONDAY

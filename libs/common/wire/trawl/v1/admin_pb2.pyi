@@ -1268,3 +1268,175 @@ class SetCrawlGoalRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SetCrawlGoalRequest: _TypeAlias = SetCrawlGoalRequest  # noqa: Y015
+
+@_typing.final
+class ExplainUrlRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ExplainUrlRequest: _TypeAlias = ExplainUrlRequest  # noqa: Y015
+
+@_typing.final
+class UrlExplanation(_message.Message):
+    """How a URL's next fetch was planned (services/scheduler/freshness). Times are the scheduler
+    clock's, in ms since the epoch (0: none); rates are per hour.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    KNOWN_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    PRIORITY_FIELD_NUMBER: _builtins.int
+    CASH_FIELD_NUMBER: _builtins.int
+    CHANGE_PROBABILITY_FIELD_NUMBER: _builtins.int
+    FRESHNESS_GAIN_FIELD_NUMBER: _builtins.int
+    PATH_PENALTY_FIELD_NUMBER: _builtins.int
+    IMPORTANCE_WEIGHT_FIELD_NUMBER: _builtins.int
+    FRESHNESS_WEIGHT_FIELD_NUMBER: _builtins.int
+    POLICY_FIELD_NUMBER: _builtins.int
+    HUB_FIELD_NUMBER: _builtins.int
+    KEY_FIELD_NUMBER: _builtins.int
+    HUB_ITEMS_FIELD_NUMBER: _builtins.int
+    MODEL_KEY_FIELD_NUMBER: _builtins.int
+    MODEL_SHARE_FIELD_NUMBER: _builtins.int
+    MODEL_GENERATION_FIELD_NUMBER: _builtins.int
+    MODEL_TRAINED_AT_MS_FIELD_NUMBER: _builtins.int
+    MODEL_SAMPLES_FIELD_NUMBER: _builtins.int
+    MODEL_R2_CV_FIELD_NUMBER: _builtins.int
+    MODEL_R2_HOLDOUT_FIELD_NUMBER: _builtins.int
+    MODEL_RATES_PER_HOUR_FIELD_NUMBER: _builtins.int
+    PREDICTED_RATE_PER_HOUR_FIELD_NUMBER: _builtins.int
+    WAITING_TARGET_FIELD_NUMBER: _builtins.int
+    BURST_BOOST_FIELD_NUMBER: _builtins.int
+    BURST_SINCE_MS_FIELD_NUMBER: _builtins.int
+    VISITS_FIELD_NUMBER: _builtins.int
+    CHANGES_FIELD_NUMBER: _builtins.int
+    LAST_FETCH_AT_MS_FIELD_NUMBER: _builtins.int
+    PREVIOUS_FETCH_AT_MS_FIELD_NUMBER: _builtins.int
+    NEW_ITEMS_FIELD_NUMBER: _builtins.int
+    PREDICTED_ITEMS_FIELD_NUMBER: _builtins.int
+    NEXT_FETCH_AT_MS_FIELD_NUMBER: _builtins.int
+    EXPECTED_ITEMS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    CLOCK_NOW_MS_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    """normalised"""
+    known: _builtins.bool
+    """the frontier has the URL"""
+    status: _builtins.str
+    priority: _builtins.float
+    """priority = (importance_weight * cash * change_probability + freshness_weight * freshness_gain)
+               * (1 - path_penalty)   (services/scheduler/priority.py)
+    """
+    cash: _builtins.float
+    """the AOPIC cash the importance service last announced"""
+    change_probability: _builtins.float
+    """that it changed by its next fetch (1: never fetched)"""
+    freshness_gain: _builtins.float
+    """new items a hub's next fetch is expected to reveal"""
+    path_penalty: _builtins.float
+    importance_weight: _builtins.float
+    freshness_weight: _builtins.float
+    policy: _builtins.str
+    """learned (a hub with a model), estimator (a hub without one), first-revisit (a hub with no
+    visits yet), page (not a hub: its content's change rate); empty: not planned yet.
+    """
+    hub: _builtins.bool
+    key: _builtins.str
+    """the key of the items the hub reveals (host + first path segment)"""
+    hub_items: _builtins.int
+    """items it revealed in the training window"""
+    model_key: _builtins.str
+    """the model the key uses (its own or its host's); empty: none"""
+    model_share: _builtins.float
+    """the key's part of that model's rate"""
+    model_generation: _builtins.int
+    model_trained_at_ms: _builtins.int
+    model_samples: _builtins.int
+    model_r2_cv: _builtins.float
+    model_r2_holdout: _builtins.float
+    predicted_rate_per_hour: _builtins.float
+    """now, burst boost included"""
+    waiting_target: _builtins.float
+    """item-seconds (the fetch budget's exchange rate)"""
+    burst_boost: _builtins.float
+    """in force now (1: none)"""
+    burst_since_ms: _builtins.int
+    visits: _builtins.int
+    """the visit history the change-rate estimator reads"""
+    changes: _builtins.int
+    last_fetch_at_ms: _builtins.int
+    previous_fetch_at_ms: _builtins.int
+    new_items: _builtins.int
+    """revealed by the last fetch"""
+    predicted_items: _builtins.float
+    """what the model expected the last fetch to reveal"""
+    next_fetch_at_ms: _builtins.int
+    expected_items: _builtins.float
+    """by the next fetch"""
+    reason: _builtins.str
+    clock_now_ms: _builtins.int
+    @_builtins.property
+    def model_rates_per_hour(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """the key's 168 hourly rates, Monday 00:00 UTC first"""
+
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+        known: _builtins.bool = ...,
+        status: _builtins.str = ...,
+        priority: _builtins.float = ...,
+        cash: _builtins.float = ...,
+        change_probability: _builtins.float = ...,
+        freshness_gain: _builtins.float = ...,
+        path_penalty: _builtins.float = ...,
+        importance_weight: _builtins.float = ...,
+        freshness_weight: _builtins.float = ...,
+        policy: _builtins.str = ...,
+        hub: _builtins.bool = ...,
+        key: _builtins.str = ...,
+        hub_items: _builtins.int = ...,
+        model_key: _builtins.str = ...,
+        model_share: _builtins.float = ...,
+        model_generation: _builtins.int = ...,
+        model_trained_at_ms: _builtins.int = ...,
+        model_samples: _builtins.int = ...,
+        model_r2_cv: _builtins.float = ...,
+        model_r2_holdout: _builtins.float = ...,
+        model_rates_per_hour: _abc.Iterable[_builtins.float] | None = ...,
+        predicted_rate_per_hour: _builtins.float = ...,
+        waiting_target: _builtins.float = ...,
+        burst_boost: _builtins.float = ...,
+        burst_since_ms: _builtins.int = ...,
+        visits: _builtins.int = ...,
+        changes: _builtins.int = ...,
+        last_fetch_at_ms: _builtins.int = ...,
+        previous_fetch_at_ms: _builtins.int = ...,
+        new_items: _builtins.int = ...,
+        predicted_items: _builtins.float = ...,
+        next_fetch_at_ms: _builtins.int = ...,
+        expected_items: _builtins.float = ...,
+        reason: _builtins.str = ...,
+        clock_now_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["burst_boost", b"burst_boost", "burst_since_ms", b"burst_since_ms", "cash", b"cash", "change_probability", b"change_probability", "changes", b"changes", "clock_now_ms", b"clock_now_ms", "expected_items", b"expected_items", "freshness_gain", b"freshness_gain", "freshness_weight", b"freshness_weight", "hub", b"hub", "hub_items", b"hub_items", "importance_weight", b"importance_weight", "key", b"key", "known", b"known", "last_fetch_at_ms", b"last_fetch_at_ms", "model_generation", b"model_generation", "model_key", b"model_key", "model_r2_cv", b"model_r2_cv", "model_r2_holdout", b"model_r2_holdout", "model_rates_per_hour", b"model_rates_per_hour", "model_samples", b"model_samples", "model_share", b"model_share", "model_trained_at_ms", b"model_trained_at_ms", "new_items", b"new_items", "next_fetch_at_ms", b"next_fetch_at_ms", "path_penalty", b"path_penalty", "policy", b"policy", "predicted_items", b"predicted_items", "predicted_rate_per_hour", b"predicted_rate_per_hour", "previous_fetch_at_ms", b"previous_fetch_at_ms", "priority", b"priority", "reason", b"reason", "status", b"status", "url", b"url", "visits", b"visits", "waiting_target", b"waiting_target"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UrlExplanation: _TypeAlias = UrlExplanation  # noqa: Y015

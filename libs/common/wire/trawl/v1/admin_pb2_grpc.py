@@ -104,6 +104,11 @@ class AdminServiceStub:
                 request_serializer=trawl_dot_v1_dot_admin__pb2.LookupUrlRequest.SerializeToString,
                 response_deserializer=trawl_dot_v1_dot_admin__pb2.UrlReport.FromString,
                 _registered_method=True)
+        self.ExplainUrl = channel.unary_unary(
+                '/trawl.v1.AdminService/ExplainUrl',
+                request_serializer=trawl_dot_v1_dot_admin__pb2.ExplainUrlRequest.SerializeToString,
+                response_deserializer=trawl_dot_v1_dot_admin__pb2.UrlExplanation.FromString,
+                _registered_method=True)
         self.GetTopPages = channel.unary_unary(
                 '/trawl.v1.AdminService/GetTopPages',
                 request_serializer=trawl_dot_v1_dot_admin__pb2.GetTopPagesRequest.SerializeToString,
@@ -232,6 +237,14 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExplainUrl(self, request, context):
+        """Why the scheduler fetches a URL when it does: its importance, its freshness model and
+        predicted rate of new items (a hub) or changes (another page), its next fetch time and why.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetTopPages(self, request, context):
         """The most important pages (OPIC: history plus cash).
         """
@@ -338,6 +351,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.LookupUrl,
                     request_deserializer=trawl_dot_v1_dot_admin__pb2.LookupUrlRequest.FromString,
                     response_serializer=trawl_dot_v1_dot_admin__pb2.UrlReport.SerializeToString,
+            ),
+            'ExplainUrl': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExplainUrl,
+                    request_deserializer=trawl_dot_v1_dot_admin__pb2.ExplainUrlRequest.FromString,
+                    response_serializer=trawl_dot_v1_dot_admin__pb2.UrlExplanation.SerializeToString,
             ),
             'GetTopPages': grpc.unary_unary_rpc_method_handler(
                     servicer.GetTopPages,
@@ -743,6 +761,33 @@ class AdminService:
             '/trawl.v1.AdminService/LookupUrl',
             trawl_dot_v1_dot_admin__pb2.LookupUrlRequest.SerializeToString,
             trawl_dot_v1_dot_admin__pb2.UrlReport.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExplainUrl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/trawl.v1.AdminService/ExplainUrl',
+            trawl_dot_v1_dot_admin__pb2.ExplainUrlRequest.SerializeToString,
+            trawl_dot_v1_dot_admin__pb2.UrlExplanation.FromString,
             options,
             channel_credentials,
             insecure,

@@ -68,6 +68,10 @@ class AdminServiceStub:
     """One URL as the scheduler sees it: status, importance, predicted change rate, when it
     may be fetched next and what holds it back, its fetches and content versions.
     """
+    ExplainUrl: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ExplainUrlRequest, _admin_pb2.UrlExplanation]
+    """Why the scheduler fetches a URL when it does: its importance, its freshness model and
+    predicted rate of new items (a hub) or changes (another page), its next fetch time and why.
+    """
     GetTopPages: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetTopPagesRequest, _admin_pb2.TopPages]
     """The most important pages (OPIC: history plus cash)."""
     GetHostStats: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetHostStatsRequest, _admin_pb2.HostStatsList]
@@ -112,6 +116,10 @@ class AdminServiceAsyncStub(AdminServiceStub):
     LookupUrl: _aio.UnaryUnaryMultiCallable[_admin_pb2.LookupUrlRequest, _admin_pb2.UrlReport]  # type: ignore[assignment]
     """One URL as the scheduler sees it: status, importance, predicted change rate, when it
     may be fetched next and what holds it back, its fetches and content versions.
+    """
+    ExplainUrl: _aio.UnaryUnaryMultiCallable[_admin_pb2.ExplainUrlRequest, _admin_pb2.UrlExplanation]  # type: ignore[assignment]
+    """Why the scheduler fetches a URL when it does: its importance, its freshness model and
+    predicted rate of new items (a hub) or changes (another page), its next fetch time and why.
     """
     GetTopPages: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetTopPagesRequest, _admin_pb2.TopPages]  # type: ignore[assignment]
     """The most important pages (OPIC: history plus cash)."""
@@ -238,6 +246,16 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_admin_pb2.UrlReport, _abc.Awaitable[_admin_pb2.UrlReport]]:
         """One URL as the scheduler sees it: status, importance, predicted change rate, when it
         may be fetched next and what holds it back, its fetches and content versions.
+        """
+
+    @_abc_1.abstractmethod
+    def ExplainUrl(
+        self,
+        request: _admin_pb2.ExplainUrlRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.UrlExplanation, _abc.Awaitable[_admin_pb2.UrlExplanation]]:
+        """Why the scheduler fetches a URL when it does: its importance, its freshness model and
+        predicted rate of new items (a hub) or changes (another page), its next fetch time and why.
         """
 
     @_abc_1.abstractmethod

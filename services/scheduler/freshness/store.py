@@ -1,0 +1,239 @@
+"""Freshness state in PostgreSQL: model generations (shared by every replica) and per-page plans.
+
+A training run writes one generation (its models, its key routes, the policy's waiting
+target) and its hub pages in one transaction, then makes it current
+(``scheduler.state['freshness_generation']``); replicas load the current generation and
+plan with it, so all of them schedule with the same models. The last ``keep`` generations
+are kept, for inspection and rollback. Which replica trains is settled by a claim in
+``scheduler.state`` that only one replica can take per retraining interval.
+
+Per-page plans (``scheduler.freshness_pages``) are read and written on the connection of the
+frontier's own transaction (``revisit_hook``), so a plan and the outcome it follows commit
+together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from libs.common.db.pool import Database
+from services.scheduler.freshness.keys import Route
+from services.scheduler.freshness.model import RateModel
+from services.scheduler.freshness.rates import HourlyRates
+
+Conn = AsyncConnection[Any]
+STATE_KEY = "freshness_generation"
+CLAIM_KEY = "freshness_training_claim"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One training run's models, routes and waiting target."""
+
+    generation: int
+    trained_at: datetime
+    window_start: datetime
+    window_end: datetime
+    waiting_target: float
+    hub_interval: float
+    models: Mapping[str, RateModel]
+    routes: Mapping[str, Route]
+    samples: Mapping[str, int] = field(default_factory=dict)
+
+    def curve(self, key: str | None) -> HourlyRates | None:
+        route = self.routes.get(key) if key else None
+        return None if route is None else self.models[route.model_key].curve(route.share)
+
+
+@dataclass(frozen=True)
+class Hub:
+    url_fp: int
+    url: str
+    host: str
+    key: str
+    items: int
+
+
+@dataclass
+class PageState:
+    """A row of ``scheduler.freshness_pages``."""
+
+    url_fp: int
+    url: str
+    host: str
+    hub_key: str | None = None
+    hub_items: int = 0
+    last_fetch_at: datetime | None = None
+    previous_fetch_at: datetime | None = None
+    fetches: int = 0
+    new_items: int = 0
+    predicted_items: float = 0.0
+    boost: float = 1.0
+    boost_since: datetime | None = None
+    visits: int = 0
+    changes: int = 0
+    span: float = 0.0
+    policy: str | None = None
+    reason: str | None = None
+    rate: float | None = None
+    expected_items: float | None = None
+    planned_at: datetime | None = None
+    generation: int | None = None
+
+
+_COLUMNS = [f.name for f in fields(PageState)]
+
+
+async def page_states(conn: Conn, url_fps: Iterable[int], lock: bool = True) -> dict[int, PageState]:
+    """The pages' rows; with ``lock`` (inside a transaction) locked until it ends."""
+    fps = sorted(set(url_fps))
+    if not fps:
+        return {}
+    cur = await conn.execute(
+        f"SELECT {', '.join(_COLUMNS)} FROM scheduler.freshness_pages WHERE url_fp = ANY(%s) ORDER BY url_fp"
+        + (" FOR UPDATE" if lock else ""),
+        (fps,),
+    )
+    return {int(row[0]): PageState(*row) for row in await cur.fetchall()}
+
+
+async def save_page_states(conn: Conn, states: Sequence[PageState]) -> None:
+    rows = sorted(states, key=lambda s: s.url_fp)
+    if not rows:
+        return
+    updates = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
+    placeholders = ", ".join(["%s"] * len(_COLUMNS))
+    await conn.cursor().executemany(
+        f"INSERT INTO scheduler.freshness_pages ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
+        f" ON CONFLICT (url_fp) DO UPDATE SET {updates}",
+        [tuple(getattr(s, c) for c in _COLUMNS) for s in rows],
+    )
+
+
+class GenerationStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def current_id(self) -> int | None:
+        async with self._db.connection() as conn:
+            cur = await conn.execute("SELECT value FROM scheduler.state WHERE key = %s", (STATE_KEY,))
+            row = await cur.fetchone()
+            return int(row[0]) if row else None
+
+    async def load(self, generation: int) -> Generation | None:
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                "SELECT trained_at, window_start, window_end, waiting_target, hub_interval"
+                " FROM scheduler.freshness_generations WHERE generation = %s",
+                (generation,),
+            )
+            head = await cur.fetchone()
+            if head is None:
+                return None
+            cur = await conn.execute(
+                "SELECT model_key, rates, samples, hours, r2_cv, r2_holdout FROM scheduler.freshness_models"
+                " WHERE generation = %s",
+                (generation,),
+            )
+            models = {str(k): RateModel(tuple(float(r) for r in rates), int(s), int(h), float(cv), float(ho))
+                      for k, rates, s, h, cv, ho in await cur.fetchall()}
+            cur = await conn.execute(
+                "SELECT key, model_key, share, samples FROM scheduler.freshness_routes WHERE generation = %s",
+                (generation,),
+            )
+            routes: dict[str, Route] = {}
+            samples: dict[str, int] = {}
+            for key, model_key, share, count in await cur.fetchall():
+                routes[str(key)] = Route(str(model_key), float(share))
+                samples[str(key)] = int(count)
+        return Generation(generation, head[0], head[1], head[2], float(head[3]), float(head[4]), models, routes,
+                          samples)
+
+    async def current(self) -> Generation | None:
+        generation = await self.current_id()
+        return None if generation is None else await self.load(generation)
+
+    async def claim_training(self, now: datetime, interval: float) -> bool:
+        """True for the one replica that trains now: no training was claimed in the last ``interval`` s."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                "INSERT INTO scheduler.state AS s (key, value) VALUES (%(key)s, %(now)s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                " WHERE s.value::timestamptz <= %(now)s::timestamptz - make_interval(secs => %(interval)s)"
+                "    OR s.value::timestamptz > %(now)s::timestamptz"  # a clock set back (a test, a restart)
+                " RETURNING value",
+                {"key": CLAIM_KEY, "now": now.isoformat(), "interval": interval},
+            )
+            return await cur.fetchone() is not None
+
+    async def save(
+        self,
+        trained_at: datetime,
+        window: tuple[datetime, datetime],
+        waiting_target: float,
+        hub_interval: float,
+        models: Mapping[str, RateModel],
+        routes: Mapping[str, Route],
+        samples: Mapping[str, int],
+        hubs: Sequence[Hub],
+        keep: int,
+    ) -> int:
+        """Writes a generation and its hubs, makes it current, prunes old ones; returns its number."""
+        async with self._db.transaction() as conn:
+            cur = await conn.execute("SELECT nextval('scheduler.freshness_generation_seq')")
+            row = await cur.fetchone()
+            assert row is not None
+            generation = int(row[0])
+            await conn.execute(
+                "INSERT INTO scheduler.freshness_generations (generation, trained_at, window_start, window_end,"
+                " waiting_target, hub_interval, items, hubs) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                (generation, trained_at, window[0], window[1], waiting_target, hub_interval, sum(samples.values()),
+                 len(hubs)),
+            )
+            if models:
+                await conn.cursor().executemany(
+                    "INSERT INTO scheduler.freshness_models (generation, model_key, rates, samples, hours, r2_cv,"
+                    " r2_holdout) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    [(generation, k, list(m.rates_per_hour), m.samples, m.hours, m.r2_cv, m.r2_holdout)
+                     for k, m in sorted(models.items())],
+                )
+            if routes:
+                await conn.cursor().executemany(
+                    "INSERT INTO scheduler.freshness_routes (generation, key, model_key, share, samples)"
+                    " VALUES (%s, %s, %s, %s, %s)",
+                    [(generation, k, r.model_key, r.share, samples.get(k, 0)) for k, r in sorted(routes.items())],
+                )
+            await _mark_hubs(conn, hubs)
+            await conn.execute(
+                "INSERT INTO scheduler.state (key, value) VALUES (%s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (STATE_KEY, str(generation)),
+            )
+            await conn.execute(
+                "DELETE FROM scheduler.freshness_generations WHERE generation <= %s",
+                (generation - max(1, keep),),
+            )
+        return generation
+
+
+async def _mark_hubs(conn: Conn, hubs: Sequence[Hub]) -> None:
+    """Pages in ``hubs`` become hubs of their key; every other page stops being one."""
+    rows = sorted(hubs, key=lambda h: h.url_fp)
+    fps = [h.url_fp for h in rows]
+    await conn.execute(
+        "UPDATE scheduler.freshness_pages SET hub_key = NULL, hub_items = 0"
+        " WHERE hub_key IS NOT NULL AND url_fp <> ALL(%s::bigint[])",
+        (fps,),
+    )
+    if rows:
+        await conn.execute(
+            "INSERT INTO scheduler.freshness_pages AS p (url_fp, url, host, hub_key, hub_items)"
+            " SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::int[])"
+            " ON CONFLICT (url_fp) DO UPDATE SET hub_key = excluded.hub_key, hub_items = excluded.hub_items",
+            (fps, [h.url for h in rows], [h.host for h in rows], [h.key for h in rows], [h.items for h in rows]),
+        )
