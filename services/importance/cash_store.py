@@ -15,6 +15,7 @@ milliseconds of this process's time, and the database writes that much less).
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -209,6 +210,7 @@ class CashStore:
 
         ``published`` (home and index pages) is written to ``importance.pages`` for people to read.
         """
+        packed = await asyncio.to_thread(lambda: [zlib.compress(chunk, LEVEL) for chunk in chunks])
         async with self._db.transaction() as conn:
             cur = await conn.execute(
                 "SELECT version FROM importance.partitions WHERE partition = %s FOR UPDATE", (partition,)
@@ -217,10 +219,10 @@ class CashStore:
             if row is None or int(row[0]) != version:
                 raise Fenced(f"importance partition {partition} moved past version {version}")
             await conn.execute("DELETE FROM importance.snapshots WHERE partition = %s", (partition,))
-            for n, chunk in enumerate(chunks):
+            for n, chunk in enumerate(packed):
                 await conn.execute(
                     "INSERT INTO importance.snapshots (partition, version, chunk, state) VALUES (%s, %s, %s, %s)",
-                    (partition, version, n, zlib.compress(chunk, LEVEL)),
+                    (partition, version, n, chunk),
                 )
             await conn.execute(
                 "DELETE FROM importance.changelog WHERE partition = %s AND version <= %s", (partition, version)

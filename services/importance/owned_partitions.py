@@ -105,6 +105,7 @@ class OwnedPartitions:
         while True:
             await asyncio.sleep(max(0.1, self._snapshot_idle / 4))
             async with self.lock:
+                self.drop_unowned()
                 now = self._clock()
                 for state in list(self.states.values()):
                     if state.snapshot_version != state.version and now - state.changed_at >= self._snapshot_idle:
@@ -202,8 +203,9 @@ class OwnedPartitions:
                 state.acknowledged[row.destination] = max(state.acknowledged.get(row.destination, 0), row.sequence)
 
     async def snapshot(self, state: PartitionState) -> None:
+        """Writes the partition's whole state (the caller holds the lock, so nothing changes it meanwhile)."""
         engine = state.engine
-        chunks = encode_snapshot(engine)
+        chunks = await asyncio.to_thread(encode_snapshot, engine)  # numpy and zlib work off the event loop
         published = [
             Published(engine.keys[s], url, engine.hosts[engine.host[s]], engine.effective_cash(s), engine.history[s],
                       engine.crawled(s), engine.visits[s], engine.last_visit[s])
