@@ -130,6 +130,13 @@ class AdminClient:
 
     # -- reports --------------------------------------------------------------------------------
 
+    def explain_url(self, url: str) -> dict[str, Any]:
+        """How the URL's next fetch was planned (freshness), as a plain dict."""
+        from google.protobuf.json_format import MessageToDict
+
+        reply = self._call("ExplainUrl", admin_pb.ExplainUrlRequest(url=url))
+        return dict(MessageToDict(reply, preserving_proto_field_name=True))
+
     def lookup_url(self, url: str, history_limit: int = 20) -> dict[str, Any]:
         return as_dict(self._call("LookupUrl", admin_pb.LookupUrlRequest(url=url, history_limit=history_limit)))
 

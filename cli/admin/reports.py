@@ -12,6 +12,15 @@ url_app = typer.Typer(help="One URL as the scheduler sees it.", no_args_is_help=
 stats_app = typer.Typer(help="Crawl statistics (alone), or per host or topic.", invoke_without_command=True)
 
 
+@url_app.command("explain")
+def url_explain(url: str = typer.Argument(..., help="The URL."),
+                admin: str = ADMIN_OPTION, as_json: bool = JSON_OPTION) -> None:
+    """How the URL's next fetch was planned: importance, predicted rate, next fetch and why."""
+    with session(admin) as client:
+        reply = client.explain_url(url)
+    emit(as_json, reply, "URL plan", ["field", "value"], [(k, v) for k, v in sorted(reply.items())])
+
+
 @url_app.command("show")
 def url_show(url: str = typer.Argument(..., help="The URL."),
              history: int = typer.Option(20, help="Most fetches and versions shown, newest first."),

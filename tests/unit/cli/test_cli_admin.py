@@ -32,6 +32,7 @@ RPC_COMMANDS = {
     "RemoveSites": "sites remove", "ListSites": "sites list", "PauseCrawl": "pause", "ResumeCrawl": "resume",
     "DrainCrawl": "drain", "GetCrawlStats": "stats", "SetHostPolicy": "hosts policy set",
     "ListHostPolicies": "hosts policy show", "ClearHostPolicies": "hosts policy clear", "LookupUrl": "url show",
+    "ExplainUrl": "url explain",
     "GetTopPages": "top", "GetHostStats": "stats hosts", "GetTopicStats": "stats topics",
     "GetCrawlGoal": "goal show", "SetCrawlGoal": "goal set",
 }
