@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from libs.simweb.build import build_web
@@ -43,6 +43,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-hubs", action="store_true", help="build the web without hub pages")
     parser.add_argument("--rhythmic", action="store_true",
                         help="hubs publish by day with quiet nights and weekends, per-hub shifts and bursts")
+    parser.add_argument("--hub-rate", type=float, default=SimWebConfig.hub_rate_per_hour,
+                        help="articles per hour of a hub at its busiest weights")
+    parser.add_argument("--backlog-days", type=float, default=SimWebConfig.hub_backlog.days,
+                        help="days of hub articles already published when the clock starts")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds of delay per request")
     parser.add_argument("--log-file", type=Path, default=None, help="append one JSON line per request here")
     parser.add_argument("--seeds-file", type=Path, default=None, help="write the home page URLs here")
@@ -61,6 +65,8 @@ async def serve(args: argparse.Namespace) -> None:
         "pages": args.pages,
         "hub_host_ratio": 0.0 if args.no_hubs else SimWebConfig.hub_host_ratio,
         "latency_range": (args.latency, args.latency),
+        "hub_rate_per_hour": args.hub_rate,
+        "hub_backlog": timedelta(days=args.backlog_days),
     }
     config = rhythmic_config(**values) if args.rhythmic else SimWebConfig(**values)
     web = build_web(config)

@@ -55,7 +55,7 @@ def _seconds(at: datetime | None) -> float | None:
 
 
 def _instant(seconds: float) -> datetime:
-    return min(datetime.fromtimestamp(min(seconds, NEVER.timestamp()), UTC), NEVER)
+    return datetime.fromtimestamp(min(seconds, NEVER.timestamp()), UTC)
 
 
 class RevisitHook:

@@ -106,7 +106,7 @@ def train_generation(sightings: Sequence[Sighting], since: float, until: float,
             integrals.append(models[route.model_key].curve(route.share).weekly_sqrt_integral())
         else:
             integrals.append(ConstantRate(hub.items / max(1.0, until - since)).weekly_sqrt_integral())
-    target = budget_target(integrals, settings.hub_interval) if integrals else 0.0
+    target = budget_target(integrals, settings.hub_interval) if integrals else math.inf  # no hubs: no budget
     return Training(models, routes, samples, hubs, target, len(items))
 
 
