@@ -27,6 +27,7 @@ from services.scheduler.freshness.store import GenerationStore, page_states
 from services.scheduler.freshness.trainer import FreshnessTrainer
 from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome
 from services.scheduler.priority import PriorityWeights
+from tests.integration.scheduler.test_freshness_revisits import ManualClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -34,16 +35,6 @@ NOW = datetime(2026, 3, 24, 6, 0, tzinfo=UTC)  # a Tuesday, early
 HUB = "http://news.test/news/"
 SETTINGS = load_settings(FreshnessSettings, {}, min_samples=300, hub_min_items=10, first_interval=86400.0,
                          trees=30, retrain_interval=3600.0)
-
-
-class ManualClock:
-    speed = 1.0
-
-    def __init__(self, at: datetime) -> None:
-        self.at = at
-
-    def now(self) -> datetime:
-        return self.at
 
 
 @dataclass
