@@ -229,7 +229,10 @@ def status(settings: StackSettings) -> list[PartStatus]:
 
 
 GROUPS = {
-    "scheduler": ("trawl-scheduler", ["trawl.discovered-urls", "trawl.importance-updates", "trawl.fetch-outcomes"]),
+    "scheduler": (
+        "trawl-scheduler",
+        ["trawl.discovered-urls", "trawl.importance-updates", "trawl.fetch-outcomes", "trawl.page-link-counts"],
+    ),
     "fetcher": ("trawl-fetcher", ["trawl.fetch-requests"]),
     "extractor": ("trawl-extractor", ["trawl.fetch-results"]),
     "dedup": ("trawl-dedup", ["trawl.documents"]),

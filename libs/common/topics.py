@@ -68,6 +68,15 @@ PAGE_LINKS = Topic(
         "by one consumer and crawls of a page stay in order."
     ),
 )
+PAGE_LINK_COUNTS = Topic(
+    "trawl.page-link-counts",
+    pb.PageLinkCounts,
+    key="host",
+    why=(
+        "Keyed by host, like fetch outcomes, so that the scheduler partition that owns a host "
+        "credits its pages' links to a crawl goal's site (the page's external links are its reward)."
+    ),
+)
 DUPLICATE_VERDICTS = Topic(
     "trawl.duplicate-verdicts",
     pb.DuplicateVerdict,
@@ -110,6 +119,7 @@ ALL_TOPICS: tuple[Topic, ...] = (
     FETCH_OUTCOMES,
     DOCUMENTS,
     PAGE_LINKS,
+    PAGE_LINK_COUNTS,
     DUPLICATE_VERDICTS,
     DISCOVERED_URLS,
     IMPORTANCE_UPDATES,

@@ -1,4 +1,4 @@
-"""Consumes fetch results, produces documents (keyed by content fingerprint) and page links.
+"""Consumes fetch results, produces documents (keyed by content fingerprint), page links and their counts.
 
 A batch is extracted in one call (:func:`~services.extractor.page_extractor.extract_pages`,
 in a worker thread so that the event loop stays responsive) and sent only when every record
@@ -15,8 +15,9 @@ from prometheus_client import Counter
 
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
-from libs.common.topics import DOCUMENTS, PAGE_LINKS
+from libs.common.topics import DOCUMENTS, PAGE_LINK_COUNTS, PAGE_LINKS
 from libs.common.urls import url_key
+from services.extractor.link_counts import link_counts
 from services.extractor.page_extractor import Extracted, ExtractionOptions, extract_pages, should_extract
 
 log = logging.getLogger(__name__)
@@ -62,3 +63,4 @@ class ExtractorHandler:
                 DOCUMENTS, result.document.content_fingerprint or url_key(result.document.url), result.document
             )
             self._producer.send(PAGE_LINKS, url_key(result.links.url), result.links)
+            self._producer.send(PAGE_LINK_COUNTS, result.links.host, link_counts(result.links))

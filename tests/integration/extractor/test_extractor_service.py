@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from libs.common.service import Service
-from libs.common.topics import DEAD_LETTERS, DOCUMENTS, FETCH_RESULTS, PAGE_LINKS, Topic
+from libs.common.topics import DEAD_LETTERS, DOCUMENTS, FETCH_RESULTS, PAGE_LINK_COUNTS, PAGE_LINKS, Topic
 from libs.common.urls import url_key
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
@@ -54,7 +54,7 @@ class TopicReader:
 @pytest.fixture
 async def extractor(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> AsyncIterator[tuple[Service, str]]:
     prefix = unique_name("ex") + "."
-    topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, DEAD_LETTERS)
+    topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, PAGE_LINK_COUNTS, DEAD_LETTERS)
     create_topics(kafka_bootstrap, [(prefix + t.name, t.partitions) for t in topics])
     service = await build(
         {
@@ -96,13 +96,15 @@ async def test_corpus_pages_become_documents_and_page_links(
 
     documents = TopicReader(kafka_bootstrap, prefix, DOCUMENTS)
     page_links = TopicReader(kafka_bootstrap, prefix, PAGE_LINKS)
+    link_counts = TopicReader(kafka_bootstrap, prefix, PAGE_LINK_COUNTS)
     dead = TopicReader(kafka_bootstrap, prefix, DEAD_LETTERS)
     try:
         docs = await documents.wait_for(len(cases))
         links = await page_links.wait_for(len(cases))
+        counts = await link_counts.wait_for(len(cases))
         letters = await dead.wait_for(1)
     finally:
-        for reader in (documents, page_links, dead):
+        for reader in (documents, page_links, link_counts, dead):
             reader.close()
 
     assert len(docs) == len(links) == len(cases)
@@ -111,6 +113,17 @@ async def test_corpus_pages_become_documents_and_page_links(
     assert all(key == (doc.content_fingerprint or url_key(doc.url)) for key, doc in docs)
     [(_key, letter)] = letters
     assert "invalid URL" in letter.error
+
+    # one count per page, keyed by the page's host, of its links by class
+    assert len(counts) == len(cases)
+    for key, count in counts:
+        page = by_url[count.url][1]
+        assert key == page.host
+        classes = [link.link_class for link in page.links]
+        assert (count.internal_links, count.external_links, count.bad_links) == (
+            classes.count(pb.LINK_CLASS_INTERNAL), classes.count(pb.LINK_CLASS_EXTERNAL),
+            classes.count(pb.LINK_CLASS_BAD))
+    assert any(count.external_links for _key, count in counts) and any(count.internal_links for _key, count in counts)
 
     _key, category = by_url["https://www.rheintaler-bote.example.de/lokales/?seite=2"]
     traps = {link.url: link.trap_rule for link in category.links if link.trap_rule}

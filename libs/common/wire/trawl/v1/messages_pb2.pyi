@@ -446,6 +446,48 @@ class PageLinks(_message.Message):
 Global___PageLinks: _TypeAlias = PageLinks  # noqa: Y015
 
 @_typing.final
+class PageLinkCounts(_message.Message):
+    """How many links of each class a crawled page carries: the page's reward under a crawl goal of
+    external links (BeeBot, seed 003). Counts are of the distinct links the extractor kept, by
+    registered domain (external: another registered domain than the page's); a nofollow link counts.
+    Topic: trawl.page-link-counts, key: host.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    HOST_FIELD_NUMBER: _builtins.int
+    FETCHED_AT_MS_FIELD_NUMBER: _builtins.int
+    INTERNAL_LINKS_FIELD_NUMBER: _builtins.int
+    EXTERNAL_LINKS_FIELD_NUMBER: _builtins.int
+    BAD_LINKS_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    """the page's URL as requested, normalised (the frontier's URL)"""
+    host: _builtins.str
+    fetched_at_ms: _builtins.int
+    internal_links: _builtins.int
+    external_links: _builtins.int
+    bad_links: _builtins.int
+    """not followable: not http(s), malformed, or a spider trap"""
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+        host: _builtins.str = ...,
+        fetched_at_ms: _builtins.int = ...,
+        internal_links: _builtins.int = ...,
+        external_links: _builtins.int = ...,
+        bad_links: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bad_links", b"bad_links", "external_links", b"external_links", "fetched_at_ms", b"fetched_at_ms", "host", b"host", "internal_links", b"internal_links", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PageLinkCounts: _TypeAlias = PageLinkCounts  # noqa: Y015
+
+@_typing.final
 class DuplicateVerdict(_message.Message):
     """Whether a document duplicates an earlier one. Topic: trawl.duplicate-verdicts, key: URL fingerprint."""
 
