@@ -12,7 +12,8 @@ slow-drip                 ``/slow``: 10 bytes every 0.5 s; ``/steady``: 10 KB/s,
 huge                      an endless HTML body
 bomb                      a gzip body that inflates to 256 MiB of zeros
 redirect-loop             ``/a`` -> ``/b`` -> ``/a``
-redirect-chain            ``/N`` redirects to ``/N-1``; ``/0`` is a page
+redirect-chain            ``/N`` redirects to ``/N-1``; ``/0`` is a page; ``/moved`` redirects to
+                          ``/1?utm_source=feed`` on the host written in capitals
 bad-charset               ``/invalid`` (bytes invalid in the declared UTF-8), ``/mixed``
                           (header Latin-1, meta UTF-8, both kinds of bytes), ``/unknown``
 types                     ``/doc.pdf``, ``/image.png``, ``/data.json``, ``/untyped``
@@ -26,7 +27,8 @@ robots-huge               a 600 KiB robots.txt: ``/early/`` disallowed at the to
 robots-redirect           robots.txt reached after 5 redirects (followed): ``/private/`` disallowed
 robots-redirect-6         robots.txt after 6 redirects (too many: everything allowed)
 robots-500                robots.txt answers 500 (everything disallowed for a while)
-robots-sitemap            robots.txt lists ``/sitemap.xml``, which lists ``/s/1`` .. ``/s/5``
+robots-sitemap            robots.txt lists ``/sitemap.xml``, which lists ``/s/1`` .. ``/s/5`` and
+                          ``/s/6?utm_source=sitemap`` on the host written in capitals
 x-robots                  pages with two ``X-Robots-Tag`` headers
 ssrf                      redirects to ``http://169.254.169.254/latest/meta-data/``
 tls                       served only over HTTPS with a self-signed certificate (see ``tls.py``)
@@ -136,6 +138,9 @@ class HostileWeb:
 
     async def _redirect_chain(self, request: web.Request, path: str) -> HostileAnswer:
         step = path.strip("/")
+        if step == "moved":  # an absolute target, not in normal form
+            target = f"{request.scheme}://{request.host.upper()}/1?utm_source=feed"
+            return HostileAnswer(301, web.Response(status=301, headers={"Location": target}))
         if not step.isdigit() or int(step) == 0:
             return HostileAnswer(200, _page("end of the chain"))
         return HostileAnswer(301, web.Response(status=301, headers={"Location": f"/{int(step) - 1}"}))
@@ -241,6 +246,7 @@ class HostileWeb:
             return HostileAnswer(200, web.Response(text=text, content_type="text/plain"))
         if path == "/sitemap.xml":
             urls = "".join(f"<url><loc>{origin}/s/{i}</loc></url>" for i in range(1, 6))
+            urls += f"<url><loc>{origin.upper()}/s/6?utm_source=sitemap</loc></url>"  # not in normal form
             body = f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
             return HostileAnswer(200, web.Response(text=body, content_type="application/xml"))
         return HostileAnswer(200, _page(path))

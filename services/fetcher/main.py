@@ -12,17 +12,19 @@ from libs.common.settings import SettingsError, load_settings
 from libs.common.topics import FETCH_REQUESTS
 from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
+from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
 from services.fetcher.handoff import Handoff
 from services.fetcher.http_client import HttpFetcher
 from services.fetcher.politeness import HostPoliteness
 from services.fetcher.politeness_keys import PolitenessKeys
 from services.fetcher.rebalance_consumer import RebalancingConsumer
+from services.fetcher.result_body import BODY_CODECS
 from services.fetcher.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
 from services.fetcher.sitemaps import SitemapReader
 from services.fetcher.warc_archive import WarcArchive
-from services.fetcher.worker import PARKED_HOSTS, FetchWorker, discovery_publisher
+from services.fetcher.worker import PARKED_HOSTS, FetchWorker
 
 
 async def build(env: Mapping[str, str]) -> Service:
@@ -33,12 +35,19 @@ async def build(env: Mapping[str, str]) -> Service:
         address_policy = AddressPolicy.parse(settings.ssrf_allow)
     except ValueError as exc:
         raise SettingsError(f"TRAWL_FETCHER_SSRF_ALLOW: {exc}") from exc
+    if settings.body_codec not in BODY_CODECS:
+        raise SettingsError(f"TRAWL_FETCHER_BODY_CODEC={settings.body_codec!r}: use one of {', '.join(BODY_CODECS)}")
+    if not 0 <= settings.warc_gzip_level <= 9:
+        raise SettingsError(f"TRAWL_FETCHER_WARC_GZIP_LEVEL={settings.warc_gzip_level}: use 0 to 9")
     clock = SystemClock()
     components: list[Component] = []
     archive = None
     if settings.warc_dir:
         archive = WarcArchive(
-            settings.warc_dir, max_file_bytes=settings.warc_max_file_bytes, queue_records=settings.warc_queue_records
+            settings.warc_dir,
+            max_file_bytes=settings.warc_max_file_bytes,
+            queue_records=settings.warc_queue_records,
+            gzip_level=settings.warc_gzip_level,
         )
         components.append(archive)
     http = HttpFetcher(
@@ -68,8 +77,9 @@ async def build(env: Mapping[str, str]) -> Service:
     PARKED_HOSTS.set_function(lambda: len(politeness.parked_hosts()))
     keys = PolitenessKeys(http.resolve_address if settings.politeness_by_ip else None)
     producer = TopicProducer(kafka, "fetcher")
+    discoveries = DiscoveryPublisher(producer)
     polite_fetch = polite_robots_fetch(http, politeness, keys)
-    sitemaps = SitemapReader(polite_fetch, discovery_publisher(producer), max_urls=settings.sitemap_max_urls)
+    sitemaps = SitemapReader(polite_fetch, discoveries.sitemap, max_urls=settings.sitemap_max_urls)
     robots = RobotsCache(
         polite_fetch,
         user_agent_token=settings.robots_token,
@@ -82,7 +92,10 @@ async def build(env: Mapping[str, str]) -> Service:
     handoff = Handoff(
         core, clock, producer.flush, handoff_delay=settings.handoff_delay, grace=settings.handoff_grace
     )
-    worker = FetchWorker(core, producer, clock, handoff)
+    worker = FetchWorker(
+        core, producer, clock, handoff, discoveries=discoveries, body_codec=settings.body_codec,
+        max_message_bytes=kafka.max_message_bytes,
+    )
     consumer = RebalancingConsumer(
         kafka,
         service="fetcher",

@@ -12,6 +12,12 @@ becomes a ``revisit`` record (profile identical-payload-digest) pointing at the
 first capture. The transfer coding is removed by the client, so the
 ``Transfer-Encoding`` header is dropped from the archived headers.
 
+warcio builds each record (uncompressed, its length and payload digest given so it does
+not spool the body to compute them); the record is then written as a gzip member of its
+own at ``gzip_level``: warcio's writer compresses at level 9, which took two thirds of the
+archive's CPU for 7% smaller files than level 1 on HTML. zlib compresses without the
+interpreter's lock, so the fetcher's event loop can run meanwhile.
+
 Files are named ``<prefix>-<UTC time>-<serial>-<hostname>-<pid>.warc.gz`` and
 begin with a ``warcinfo`` record; a file being written ends in ``.open`` and is
 renamed once closed (past ``max_file_bytes``, or on stop), so that whatever
@@ -29,6 +35,7 @@ import os
 import queue
 import socket
 import threading
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,7 +75,8 @@ class WarcStats:
 class WarcArchive:
     """Writes exchanges to rotating WARC files in ``folder`` from a background thread (see the module doc).
 
-    ``revisit_memory`` bounds how many payload digests are remembered for revisit records.
+    ``revisit_memory`` bounds how many payload digests are remembered for revisit records;
+    ``gzip_level`` is the compression level of each record.
     """
 
     def __init__(
@@ -80,9 +88,13 @@ class WarcArchive:
         prefix: str = "trawl",
         software: str = "Trawl fetcher",
         revisit_memory: int = 200_000,
+        gzip_level: int = 1,
     ) -> None:
         if max_file_bytes <= 0 or queue_records <= 0:
             raise ValueError("max_file_bytes and queue_records must be positive")
+        if not 0 <= gzip_level <= 9:
+            raise ValueError("gzip_level must be 0 to 9")
+        self._gzip_level = gzip_level
         self._folder = Path(folder)
         self._max_file_bytes = max_file_bytes
         self._capacity = queue_records
@@ -170,14 +182,14 @@ class WarcArchive:
             self.stats.revisits += 1
         else:
             record = writer.create_warc_record(
-                exchange.url, "response", payload=io.BytesIO(exchange.raw_body),
-                http_headers=http_headers, warc_headers_dict=warc_headers,
+                exchange.url, "response", payload=io.BytesIO(exchange.raw_body), length=len(exchange.raw_body),
+                http_headers=http_headers, warc_headers_dict={**warc_headers, "WARC-Payload-Digest": digest},
             )
             self.stats.responses += 1
             if exchange.status == 200 and exchange.raw_body and not exchange.truncated:
                 self._remember(digest, exchange.url, date)
-        writer.write_record(record)
-        writer.write_record(self._request_record(writer, exchange, date, record.rec_headers["WARC-Record-ID"]))
+        self._write_record(writer, record)
+        self._write_record(writer, self._request_record(writer, exchange, date, record.rec_headers["WARC-Record-ID"]))
         self.stats.requests += 1
         assert self._file is not None
         if self._file.tell() >= self._max_file_bytes:
@@ -193,9 +205,18 @@ class WarcArchive:
             is_http_request=True,
         )
         return writer.create_warc_record(
-            exchange.url, "request", payload=io.BytesIO(b""), http_headers=headers,
+            exchange.url, "request", payload=io.BytesIO(b""), length=0, http_headers=headers,
             warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": response_id},
         )
+
+    def _write_record(self, writer: Any, record: Any) -> None:
+        """``record`` as one gzip member (warcio's writer makes the record, uncompressed)."""
+        assert self._file is not None
+        buffer = io.BytesIO()
+        writer._write_warc_record(buffer, record)  # the writer's own record serialiser, into a buffer
+        packer = zlib.compressobj(self._gzip_level, zlib.DEFLATED, 31)
+        self._file.write(packer.compress(buffer.getbuffer()))
+        self._file.write(packer.flush())
 
     def _remember(self, digest: str, url: str, date: str) -> None:
         self._seen[digest] = (url, date)
@@ -210,10 +231,10 @@ class WarcArchive:
         name = f"{self._prefix}-{stamp}-{self._serial:05d}-{socket.gethostname()}-{os.getpid()}.warc.gz"
         self._path = self._folder / name
         self._file = (self._folder / f"{name}.open").open("wb")
-        self._writer = WARCWriter(self._file, gzip=True, warc_version="1.1")
+        self._writer = WARCWriter(self._file, gzip=False, warc_version="1.1")
         info = {"software": self._software, "format": "WARC File Format 1.1",
                 "hostname": socket.gethostname(), "isPartOf": self._prefix}
-        self._writer.write_record(self._writer.create_warcinfo_record(name, info))
+        self._write_record(self._writer, self._writer.create_warcinfo_record(name, info))
         self.stats.files += 1
         return self._writer
 

@@ -1,8 +1,11 @@
 """Turns each fetch request into a fetch result and a fetch outcome.
 
 The consumer runs many requests at once (one task each); the politeness layer makes
-requests to the same host wait their turn. Results carry the (capped) body compressed
-with zlib; outcomes are small and tell the scheduler the host's next allowed time.
+requests to the same host wait their turn. Results carry the (capped) body in the codec
+of :mod:`services.fetcher.result_body` (as fetched by default: the producer compresses
+batches), always within the producer's largest message; outcomes are small and tell the
+scheduler the host's next allowed time. The URLs a fetch was redirected through and to are
+published as discoveries (:mod:`services.fetcher.discoveries`).
 With a :class:`~services.fetcher.handoff.Handoff`, requests of partitions this fetcher
 does not (or no longer) own are not fetched but handed on: sent again to their
 partition, stamped with the host's next allowed time.
@@ -12,23 +15,24 @@ from __future__ import annotations
 
 import logging
 import time
-import zlib
 from collections import Counter as Tally
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
-from yarl import URL
 
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
-from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_REQUESTS, FETCH_RESULTS
+from libs.common.topics import FETCH_OUTCOMES, FETCH_REQUESTS, FETCH_RESULTS
 from libs.common.wire import messages as pb
 from services.fetcher.clock import Clock
+from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.fetch_core import FetchAttempt, FetchCore
 from services.fetcher.handoff import Handoff
+from services.fetcher.http_response import HttpResponse
+from services.fetcher.result_body import encode_body, was_cut
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +46,6 @@ FETCH_SECONDS = Histogram(
 IN_FLIGHT = Gauge("trawl_fetcher_in_flight", "Fetch requests in hand: waiting for their host's turn or fetching.")
 HOSTS_IN_FLIGHT = Gauge("trawl_fetcher_hosts_in_flight", "Hosts with a fetch request in hand.")
 HOST_IN_FLIGHT_MAX = Gauge("trawl_fetcher_host_in_flight_max", "Most fetch requests in hand for one host.")
-SITEMAP_URLS = Counter("trawl_fetcher_sitemap_urls_total", "URLs found in sitemaps and published as discoveries.")
 PARKED_HOSTS = Gauge("trawl_fetcher_parked_hosts", "Hosts refusing requests after repeated failures.")
 HANDED_ON = Counter("trawl_fetcher_handed_on_total", "Fetch requests handed on to a partition's next owner.")
 
@@ -59,39 +62,35 @@ STATUS = {
     "politeness_timeout": pb.FETCH_STATUS_NETWORK_ERROR,
     "handed_over": pb.FETCH_STATUS_NETWORK_ERROR,
 }
-COMPRESS_ABOVE = 1024
-
-
-def discovery_publisher(producer: TopicProducer) -> Callable[[str, list[str]], None]:
-    """Publishes URLs found in a sitemap as discoveries (source SITEMAP), keyed by host."""
-
-    def publish(sitemap_url: str, urls: list[str]) -> None:
-        now_ms = int(time.time() * 1000)
-        for url in urls:
-            host = (URL(url).raw_host or "").lower()
-            producer.send(DISCOVERED_URLS, host, pb.DiscoveredUrl(
-                url=url, host=host, depth=1, discovered_from=sitemap_url, discovered_at_ms=now_ms,
-                source=pb.DISCOVERY_SOURCE_SITEMAP,
-            ))
-        SITEMAP_URLS.inc(len(urls))
-
-    return publish
-
-
-def encode_body(body: bytes) -> tuple[bytes, str]:
-    if len(body) <= COMPRESS_ABOVE:
-        return body, "identity"
-    return zlib.compress(body, 1), "zlib"  # level 1: twice as fast as 3 on HTML, a few percent larger
 
 
 class FetchWorker:
+    """Fetches requests and publishes their results, outcomes and redirect discoveries.
+
+    ``body_codec`` is how results carry bodies (see :mod:`services.fetcher.result_body`);
+    ``max_message_bytes`` is the producer's largest message, which every result fits in.
+    Without ``discoveries``, redirects are not announced.
+    """
+
     def __init__(
-        self, core: FetchCore, producer: TopicProducer, clock: Clock, handoff: Handoff | None = None
+        self,
+        core: FetchCore,
+        producer: TopicProducer,
+        clock: Clock,
+        handoff: Handoff | None = None,
+        *,
+        discoveries: DiscoveryPublisher | None = None,
+        body_codec: str = "identity",
+        max_message_bytes: int | None = None,
     ) -> None:
+        encode_body(b"", body_codec)  # an unknown codec fails here, not at the first fetch
         self._core = core
         self._producer = producer
         self._clock = clock
         self._handoff = handoff
+        self._discoveries = discoveries
+        self._body_codec = body_codec
+        self._max_message_bytes = max_message_bytes
         self._hosts: Tally[str] = Tally()
 
     @contextmanager
@@ -172,31 +171,10 @@ class FetchWorker:
             FETCH_SECONDS.observe(response.elapsed)
             FETCH_BYTES.inc(len(response.body))
             if attempt.outcome in ("ok", "too_large", "http_error"):
-                body, codec = encode_body(response.body)
-                self._producer.send(
-                    FETCH_RESULTS,
-                    request.host,
-                    pb.FetchResult(
-                        request_id=request.request_id,
-                        url=request.url,
-                        final_url=response.final_url,
-                        host=request.host,
-                        status=status,
-                        http_status=http_status,
-                        headers=[pb.Header(name=k, value=v[:8192]) for k, v in response.headers[:200]],
-                        body=body,
-                        body_codec=codec,
-                        body_size=len(response.body),
-                        truncated=response.truncated,
-                        fetched_at_ms=fetched_at_ms,
-                        elapsed_ms=elapsed_ms,
-                        error=error,
-                        redirect_chain=list(response.redirect_chain),
-                        content_type=response.content_type,
-                        depth=request.depth,
-                        x_robots_tag=response.joined_header("X-Robots-Tag"),
-                    ),
-                )
+                self._producer.send(FETCH_RESULTS, request.host, self._result(
+                    request, response, status, error, fetched_at_ms, elapsed_ms))
+            if self._discoveries is not None:
+                self._discoveries.redirects(request.url, request.depth, response)
         self._producer.send(
             FETCH_OUTCOMES,
             request.host,
@@ -216,3 +194,35 @@ class FetchWorker:
                 host_next_allowed_at_ms=self._wall_ms(attempt.host_next_allowed_at),
             ),
         )
+
+    def _result(self, request: pb.FetchRequest, response: HttpResponse, status: pb.FetchStatus.ValueType,
+                error: str, fetched_at_ms: int, elapsed_ms: int) -> pb.FetchResult:
+        """The fetch result, its body encoded within the room the rest of the message leaves."""
+        result = pb.FetchResult(
+            request_id=request.request_id,
+            url=request.url,
+            final_url=response.final_url,
+            host=request.host,
+            status=status,
+            http_status=response.status,
+            headers=[pb.Header(name=k, value=v[:8192]) for k, v in response.headers[:200]],
+            body_size=len(response.body),
+            truncated=response.truncated,
+            fetched_at_ms=fetched_at_ms,
+            elapsed_ms=elapsed_ms,
+            error=error,
+            redirect_chain=list(response.redirect_chain),
+            content_type=response.content_type,
+            depth=request.depth,
+            x_robots_tag=response.joined_header("X-Robots-Tag"),
+        )
+        room = None
+        if self._max_message_bytes is not None:
+            room = self._max_message_bytes - result.ByteSize() - 16  # the body field's tag, length and codec name
+        body, codec = encode_body(response.body, self._body_codec, room)
+        if was_cut(response.body, body, codec):
+            result.truncated = True
+            log.warning("body of %s cut to %d bytes to fit a message", request.url, len(body))
+        result.body = body
+        result.body_codec = codec
+        return result

@@ -6,9 +6,11 @@ import gzip
 import random
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
@@ -115,3 +117,35 @@ async def test_files_rotate_past_the_size_limit_and_every_one_is_readable(serve,
     assert [r["type"] for r in found].count("warcinfo") == 3
     payloads = [r["payload"] for r in found if r["type"] == "response"]
     assert payloads == [random.Random(str(n)).randbytes(50_000) for n in range(3)]
+
+
+def gzip_members(path: Path) -> int:
+    data, members = path.read_bytes(), 0
+    while data:
+        inflater = zlib.decompressobj(31)
+        inflater.decompress(data)
+        assert inflater.eof
+        data, members = inflater.unused_data, members + 1
+    return members
+
+
+async def test_each_record_is_a_gzip_member_of_its_own_at_the_chosen_level(
+    serve, make_fetcher, tmp_path: Path
+) -> None:
+    server = await serve(site())
+    sizes = {}
+    for level in (1, 9):
+        folder = tmp_path / str(level)
+        archive = WarcArchive(folder, gzip_level=level)
+        await archive.start()
+        fetcher = await make_fetcher(observer=archive.submit, max_body_bytes=100_000)
+        for path in ("/a", "/z"):
+            await fetcher.fetch(server.url(path))
+        await archive.stop()
+        (file,) = folder.glob("*.warc.gz")
+        assert gzip_members(file) == len(records(folder)) == 5  # warcinfo, then a response and a request each
+        assert next(r["digest"] for r in records(folder) if r["type"] == "response") == payload_digest(PAGE)
+        sizes[level] = file.stat().st_size
+    assert sizes[9] < sizes[1]
+    with pytest.raises(ValueError, match="gzip_level"):
+        WarcArchive(tmp_path, gzip_level=10)
