@@ -63,7 +63,9 @@ def goal_show(admin: str = ADMIN_OPTION, as_json: bool = JSON_OPTION) -> None:
 def goal_set(
     policy: str = typer.Option(..., help="Site policy: r1, r2, r3, quantum or recency."),
     sites: list[str] = typer.Option(..., "--site", help="A site (host) of the goal; repeat in the policy's order."),
-    goal: str = typer.Option("", help="Reward of a page: documents or new_urls (default: as now)."),
+    goal: str = typer.Option("", help="Reward of a page: documents (1 a page fetched), new_urls (URLs first"
+                             " found on it) or external_links (links to other registered domains on it);"
+                             " default: as now."),
     budget: int = typer.Option(0, help="Pages over the goal's sites; 0: no limit."),
     step: int = typer.Option(0, help="Pages of a step of the fixed rules (default: as now)."),
     parallel: int = typer.Option(0, help="Choices per dispatch round (default: as now)."),

@@ -358,6 +358,11 @@ class FrontierStore:
         async with self._db.transaction() as conn:
             await arm_store.register_sites(conn, sites)
 
+    async def credit_link_counts(self, external: Mapping[int, tuple[str, int]]) -> None:
+        """Credits pages of the goal's sites with their external links (page fp -> (host, links))."""
+        async with self._db.transaction() as conn:
+            await arm_store.credit_link_counts(conn, external)
+
     async def goal_site_states(self, sites: Sequence[str], goal: str, recent: int) -> list[ArmState]:
         async with self._db.connection() as conn:
             return await arm_store.arm_states(conn, sites, goal, recent)

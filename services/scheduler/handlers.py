@@ -8,7 +8,7 @@ from typing import Any
 
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
-from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDATES
+from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDATES, PAGE_LINK_COUNTS
 from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
@@ -55,7 +55,7 @@ def _checked(url: str) -> tuple[str, str, int]:
 
 
 class SchedulerHandler:
-    """Consumer handler for discovered URLs, importance updates and fetch outcomes."""
+    """Consumer handler for discovered URLs, importance updates, fetch outcomes and page link counts."""
 
     def __init__(
         self, store: FrontierStore, settings: SchedulerSettings, on_change: Callable[[], None] = lambda: None
@@ -68,6 +68,7 @@ class SchedulerHandler:
         new: list[NewUrl] = []
         priorities: list[Priority] = []
         outcomes: list[Outcome] = []
+        external: dict[int, tuple[str, int]] = {}  # page fp -> (host, external links): a crawl goal's reward
         for record in records:
             msg = record.value
             if record.topic is DISCOVERED_URLS:
@@ -78,6 +79,9 @@ class SchedulerHandler:
             elif record.topic is IMPORTANCE_UPDATES:
                 url, host, fp = _checked(msg.url)
                 priorities.append(Priority(fp, url, host, crawl_priority(float(msg.cash))))
+            elif record.topic is PAGE_LINK_COUNTS:
+                url, host, fp = _checked(msg.url)
+                external.setdefault(fp, (host, max(0, msg.external_links)))  # the first count of a page wins
             elif record.topic is FETCH_OUTCOMES:
                 if not msg.request_id:
                     raise PoisonMessage("fetch outcome without request id")
@@ -105,5 +109,7 @@ class SchedulerHandler:
             await self._store.apply_outcomes(
                 outcomes, self._settings.max_attempts, self._settings.retry_base_seconds
             )
+        if external:
+            await self._store.credit_link_counts(external)
         if new or outcomes:
             self._on_change()  # hosts were freed or URLs queued: dispatch now, not at the next tick

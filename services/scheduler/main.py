@@ -16,7 +16,13 @@ from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
-from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_REQUESTS, IMPORTANCE_UPDATES
+from libs.common.topics import (
+    DISCOVERED_URLS,
+    FETCH_OUTCOMES,
+    FETCH_REQUESTS,
+    IMPORTANCE_UPDATES,
+    PAGE_LINK_COUNTS,
+)
 from services.scheduler.admin_api import SERVICE_NAME, AdminApi, AdminState, registrar
 from services.scheduler.admin_topics import topic_stats
 from services.scheduler.clock import ClockSettings, clock_from
@@ -51,10 +57,10 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="scheduler",
         group_id=settings.group_id,
-        topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES],
+        topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES, PAGE_LINK_COUNTS],
         handler=SchedulerHandler(store, settings, lambda: dispatcher.wake()),
         producer=producer,
-        assignment="range",  # the three inputs are keyed by host: one member owns all of a host
+        assignment="range",  # the four inputs are keyed by host: one member owns all of a host
     )
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),

@@ -39,8 +39,9 @@ class SchedulerSettings:
     bandit_goal: str = setting(
         "TRAWL_SCHEDULER_BANDIT_GOAL",
         "documents",
-        "Reward of a fetched page of the goal: documents (1 a page fetched) or new_urls (URLs first"
-        " discovered on it, counted when discoveries name their page).",
+        "Reward of a fetched page of the goal: documents (1 a page fetched), new_urls (URLs first"
+        " discovered on it, counted when discoveries name their page) or external_links (links to another"
+        " registered domain on it, counted by the extractor on trawl.page-link-counts).",
     )
     bandit_sites: tuple[str, ...] = setting(
         "TRAWL_SCHEDULER_BANDIT_SITES", (), "Hosts of the crawl goal (comma-separated), in the policy's order."

@@ -19,7 +19,8 @@ from libs.common.settings import SettingsError
 from services.scheduler.bandits.arms import Arm, recent_mean
 from services.scheduler.bandits.policies import POLICY_NAMES, SitePolicy, make_policy
 
-GOALS: tuple[str, ...] = ("documents", "new_urls")
+# A page's reward: 1 if fetched; the URLs first discovered on it; the external links it carries.
+GOALS: tuple[str, ...] = ("documents", "new_urls", "external_links")
 RECENT_PAGES = 32  # page rewards kept for the recency mean: 0.9**32 is 3% of the newest page's weight
 
 

@@ -2,7 +2,7 @@
 
 A site is an arm while it has a row in ``bandit_sites`` (the dispatcher registers the goal's
 sites at start); pages of other hosts are never recorded, so a crawl without a goal pays one
-empty join per batch. Two feeds, both idempotent and both inside the frontier's own
+empty join per batch. Three feeds, all idempotent and all inside the frontier's own
 transactions:
 
 - fetch outcomes (:func:`record_pulls`): a page whose fetch ended is one pull of its site,
@@ -10,7 +10,10 @@ transactions:
   frontier (it no longer matches the request), and a page is pulled at most once here;
 - discoveries (:func:`credit_discoveries`): a URL that enters the frontier for the first
   time and names the page it was found on adds one new URL to that page's reward.
-  The frontier admits a URL once, so a redelivered discovery adds nothing.
+  The frontier admits a URL once, so a redelivered discovery adds nothing;
+- link counts (:func:`credit_link_counts`): the external links a page carries (its reward
+  under the goal ``external_links``), counted once per page: a redelivered count, or the
+  count of a page fetched again, finds the page already counted and adds nothing.
 
 ``bandit_pages`` keeps every recorded page's rewards and pull order, from which the last
 page rewards of a site (the recency mean) are read.
@@ -77,19 +80,49 @@ async def credit_discoveries(conn: AsyncConnection, found_on: Mapping[int, tuple
     )
 
 
+async def credit_link_counts(conn: AsyncConnection, external: Mapping[int, tuple[str, int]]) -> None:
+    """``external``: page fingerprint -> (its host, external links on it)."""
+    if not external:
+        return
+    fps = sorted(external)
+    await conn.execute(
+        "WITH t AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::int[]) AS t(fp, site, n)),"
+        " counted AS ("
+        "  INSERT INTO scheduler.bandit_pages AS p (url_fp, site, external_links)"
+        "  SELECT t.fp, t.site, t.n FROM t JOIN scheduler.bandit_sites s ON s.site = t.site ORDER BY t.fp"
+        "  ON CONFLICT (url_fp) DO UPDATE SET external_links = excluded.external_links"
+        "  WHERE p.external_links IS NULL"
+        "  RETURNING p.site, p.external_links"
+        ")"
+        " UPDATE scheduler.bandit_sites s SET external_links = s.external_links + a.n,"
+        "   external_links_max = greatest(s.external_links_max, a.mx), updated_at = now()"
+        " FROM (SELECT site, sum(external_links) AS n, max(external_links) AS mx FROM counted GROUP BY site) a"
+        " WHERE s.site = a.site",
+        (fps, [external[fp][0] for fp in fps], [max(0, external[fp][1]) for fp in fps]),
+    )
+
+
+# Per goal: the site's reward total, its largest page reward, and a page's reward (bandit_pages p).
+REWARD_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "documents": ("s.documents", "least(s.documents, 1)", "p.document"),
+    "new_urls": ("s.new_urls", "s.new_urls_max", "p.new_urls"),
+    "external_links": ("s.external_links", "s.external_links_max", "coalesce(p.external_links, 0)"),
+}
+
+
 async def arm_states(conn: AsyncConnection, sites: Sequence[str], goal: str, recent: int) -> list[ArmState]:
     """The registered ``sites`` with their pulls, pages in flight, ``goal`` rewards and last page rewards."""
+    total, largest, page = REWARD_COLUMNS[goal]  # a fixed SQL expression per goal, never the caller's text
     cur = await conn.execute(
         "SELECT s.site, s.pulls, coalesce(h.in_flight, 0),"
-        "  CASE WHEN %(goal)s = 'documents' THEN s.documents ELSE s.new_urls END,"
-        "  CASE WHEN %(goal)s = 'documents' THEN least(s.documents, 1) ELSE s.new_urls_max END,"
+        f"  {total}, {largest},"
         "  EXISTS (SELECT 1 FROM scheduler.frontier f WHERE f.host = s.site AND f.status = 'queued'),"
-        "  ARRAY(SELECT CASE WHEN %(goal)s = 'documents' THEN p.document ELSE p.new_urls END"
+        f"  ARRAY(SELECT {page}"
         "        FROM scheduler.bandit_pages p"
         "        WHERE p.site = s.site AND p.seq IS NOT NULL ORDER BY p.seq DESC LIMIT %(recent)s)"
         " FROM scheduler.bandit_sites s LEFT JOIN scheduler.hosts h ON h.host = s.site"
         " WHERE s.site = ANY(%(sites)s)",
-        {"goal": goal, "recent": recent, "sites": list(sites)},
+        {"recent": recent, "sites": list(sites)},
     )
     return [
         ArmState(

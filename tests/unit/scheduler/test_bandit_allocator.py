@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from libs.common.settings import SettingsError
-from services.scheduler.bandits.allocator import ArmState, BanditAllocator, allocator_from_settings
+from services.scheduler.bandits import arm_store
+from services.scheduler.bandits.allocator import GOALS, ArmState, BanditAllocator, allocator_from_settings
 from services.scheduler.bandits.policies import ExploreThenCommit, GreedyBatches, TimeQuantum
 
 SITES = ("a.example", "b.example", "c.example")
@@ -62,3 +63,9 @@ def test_settings() -> None:
         allocator_from_settings("r2", SITES, "links", 0, 10, 4)
     with pytest.raises(SettingsError, match="TRAWL_SCHEDULER_BANDIT_SITES"):
         allocator_from_settings("r2", (), "documents", 0, 10, 4)
+
+
+def test_every_goal_reads_its_own_reward_from_the_tables() -> None:
+    assert set(GOALS) == {"documents", "new_urls", "external_links"} == set(arm_store.REWARD_COLUMNS)
+    built = allocator_from_settings("r2", SITES, "external_links", 0, 10, 4)
+    assert built is not None and built.goal == "external_links"

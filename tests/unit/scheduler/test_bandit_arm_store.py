@@ -1,4 +1,5 @@
-"""A crawl goal's statistics in the real database: pulls from outcomes, new URLs from discoveries."""
+"""A crawl goal's statistics in the real database: pulls from outcomes, new URLs from discoveries,
+external links from page link counts."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ from datetime import UTC, datetime
 import pytest
 
 from libs.common.db.pool import Database
+from libs.common.kafka.consumer import Record
+from libs.common.settings import load_settings
+from libs.common.topics import PAGE_LINK_COUNTS
 from libs.common.urls import url_fingerprint, url_host
+from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome
+from services.scheduler.handlers import SchedulerHandler
+from services.scheduler.settings import SchedulerSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -101,3 +108,42 @@ async def test_held_sites_are_not_dispatched(frontier: FrontierStore) -> None:
     sent = await frontier.dispatch(100, ALL, held=["a.example"])
     assert [s.host for s in sent] == ["b.example"]
     assert [s.host for s in await frontier.dispatch(100, ALL)] == ["a.example"]
+
+
+def link_counts(url: str, external: int, host: str | None = None) -> Record[pb.PageLinkCounts]:
+    counts = pb.PageLinkCounts(url=url, host=host or url_host(url), external_links=external)
+    return Record(PAGE_LINK_COUNTS, 0, 0, counts.host, counts, 0, None, None)
+
+
+async def test_external_links_are_credited_once_per_page(frontier: FrontierStore) -> None:
+    await frontier.register_goal_sites(["a.example", "b.example"])
+    await frontier.add_urls([new("http://a.example/"), new("http://a.example/2"), new("http://b.example/")])
+    pulled = {s.host: s.url for s in await fetch_all(frontier)}  # one page of a: one request per host at a time
+    handler = SchedulerHandler(frontier, load_settings(SchedulerSettings, {}))
+    batch = [link_counts("http://A.example/#top", 7), link_counts("http://a.example/2", 2),
+             link_counts("http://a.example/", 9),  # the same page again in the batch: the first count wins
+             link_counts("http://c.example/", 50)]  # not an arm: not recorded
+    await handler(batch)
+    await handler(batch)  # redelivered: nothing more
+    await handler([link_counts("http://a.example/2", 40)])  # the page counted again (a refetch): ignored
+    states = {s.site: s for s in await frontier.goal_site_states(["a.example", "b.example"], "external_links", 32)}
+    a, b = states["a.example"], states["b.example"]
+    # the other page of a is still queued: credited, not yet one of the recent pulls
+    pulled_reward = 7.0 if pulled["a.example"] == "http://a.example/" else 2.0
+    assert (a.pulls, a.reward_sum, a.reward_max, a.recent, a.has_work) == (1, 9.0, 7.0, (pulled_reward,), True)
+    assert (b.pulls, b.reward_sum, b.reward_max, b.recent) == (1, 0.0, 0.0, (0.0,))  # fetched, no count yet
+    (documents,) = await frontier.goal_site_states(["a.example"], "documents", 32)
+    assert documents.reward_sum == 1.0  # the goal decides which reward is read: one document fetched
+    assert await frontier.goal_site_states(["c.example"], "external_links", 32) == []
+
+
+async def test_link_counts_before_their_page_s_outcome_still_count(frontier: FrontierStore) -> None:
+    await frontier.register_goal_sites(["a.example"])
+    await frontier.add_urls([new("http://a.example/")])
+    sent = await frontier.dispatch(100, ALL)
+    await frontier.credit_link_counts({url_fingerprint("http://a.example/"): ("a.example", 5)})
+    (a,) = await frontier.goal_site_states(["a.example"], "external_links", 32)
+    assert (a.pulls, a.in_flight, a.reward_sum, a.recent) == (0, 1, 5.0, ())  # not a pull until its outcome
+    await frontier.apply_outcomes([ended(s) for s in sent], 3, 60.0)
+    (a,) = await frontier.goal_site_states(["a.example"], "external_links", 32)
+    assert (a.pulls, a.reward_sum, a.reward_max, a.recent) == (1, 5.0, 5.0, (5.0,))

@@ -1136,7 +1136,7 @@ class CrawlGoal(_message.Message):
     policy: _builtins.str
     """r1, r2, r3, quantum or recency; empty: no goal"""
     goal: _builtins.str
-    """documents or new_urls"""
+    """documents, new_urls or external_links: a page's reward"""
     budget: _builtins.int
     """pages over the goal's sites; 0: no limit"""
     step: _builtins.int
