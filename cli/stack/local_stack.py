@@ -240,7 +240,7 @@ GROUPS = {
         "trawl-linkbase",
         ["trawl.page-links", "trawl.documents", "trawl.duplicate-verdicts", "trawl.fetch-outcomes"],
     ),
-    "importance": ("trawl-importance", ["trawl.page-links"]),
+    "importance": ("trawl-importance", ["trawl.page-links", "trawl.cash-transfers"]),
 }
 
 

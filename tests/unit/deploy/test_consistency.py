@@ -8,6 +8,9 @@ local stack gives each service its own), but the settings that carry them are th
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import importlib
 import inspect
 from pathlib import Path
 from typing import Any
@@ -98,3 +101,25 @@ def test_ports_agree_between_settings_probes_services_and_scrapes(compose: dict[
         env = compose_env(compose, name)
         assert (port_of(env["TRAWL_GRPC_ADDRESS"]), int(env["TRAWL_METRICS_PORT"])) == (grpc, metrics), name
         assert compose["services"][name]["healthcheck"]["test"][-1] == f"127.0.0.1:{grpc}", name
+
+
+def consumed_topics(service: str) -> list[str]:
+    """The topics ``services/<service>/main.py`` hands its consumer (``topics=[...]``), by name."""
+    from libs.common import topics
+
+    tree = ast.parse((ROOT / "services" / service / "main.py").read_text())
+    found = [kw.value for node in ast.walk(tree) if isinstance(node, ast.Call) for kw in node.keywords
+             if kw.arg == "topics" and isinstance(kw.value, ast.List)]
+    assert len(found) == 1, f"{service}: expected one consumer with topics=[...]"
+    return [getattr(topics, elt.id).name for elt in found[0].elts if isinstance(elt, ast.Name)]
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_status_reads_the_lag_of_every_topic_a_service_consumes(service: str) -> None:
+    """``trawl status`` sums each group's lag over the topics listed in ``local_stack.GROUPS``."""
+    group, listed = local_stack.GROUPS[service]
+    assert sorted(listed) == sorted(consumed_topics(service))
+    settings = importlib.import_module(f"services.{service}.settings")
+    defaults = {f.default for cls in vars(settings).values() if dataclasses.is_dataclass(cls)
+                for f in dataclasses.fields(cls) if f.name == "group_id"}
+    assert group in defaults
