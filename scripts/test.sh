@@ -6,4 +6,4 @@ cd "$root"
 bash scripts/bootstrap.sh
 .venv/bin/ruff check libs services cli tests bench
 .venv/bin/mypy
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 "$@"
