@@ -36,7 +36,7 @@ from tests.unit.deploy.manifests import (
 )
 
 KUBERNETES_VERSION = "1.31.0"
-REPLICATED = ("fetcher", "extractor", "dedup")
+REPLICATED = ("fetcher", "extractor", "dedup", "importance")
 AUTOSCALED = ("fetcher", "extractor")
 CUSTOM_KINDS = ("KafkaTopic",)  # validated against their own schemas (test_strimzi.py)
 
