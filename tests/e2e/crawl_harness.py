@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import grpc
 import psycopg
 
 from cli.admin_client import AdminClient
@@ -37,6 +38,8 @@ ADMIN_TOKEN = "e2e-admin-token"
 class CrawlStack:
     def __init__(self, bootstrap: str, dsn: str, prefix: str, proxy: str, logs: Path) -> None:
         self.dsn = dsn
+        self.bootstrap = bootstrap
+        self.prefix = prefix
         self.ports = {name: free_port() for name in SERVICES}
         base = {
             **FAST_POLITENESS,
@@ -44,8 +47,7 @@ class CrawlStack:
             "TRAWL_DATABASE_URL": dsn,
             "TRAWL_TOPIC_PREFIX": prefix,
             "TRAWL_FETCHER_PROXY": proxy,
-            "TRAWL_LINKBASE_GROUP": f"{prefix}linkbase",
-            "TRAWL_DEDUP_GROUP": f"{prefix}dedup",
+            **{f"TRAWL_{name.upper()}_GROUP": group for name, group in self.groups(prefix).items()},
             "TRAWL_ADMIN_TOKEN": ADMIN_TOKEN,
         }
         self.processes = {
@@ -54,6 +56,11 @@ class CrawlStack:
             for name in SERVICES
         }
         create_topics(bootstrap, [(prefix + t.name, t.partitions) for t in ALL_TOPICS])
+
+    @staticmethod
+    def groups(prefix: str) -> dict[str, str]:
+        """Each service's consumer group: named with the crawl's prefix, so crawls never share a group."""
+        return {name: f"{prefix}{name}" for name in SERVICES}
 
     def start(self, names: tuple[str, ...] = SERVICES, timeout: float = 60.0) -> None:
         for name in names:
@@ -77,7 +84,13 @@ class CrawlStack:
         idle_since: float | None = None
         with self.admin() as admin:
             while True:
-                stats = admin.stats()
+                try:
+                    stats = admin.stats()
+                except grpc.RpcError:  # the scheduler is restarting, or its database is away
+                    assert time.monotonic() < deadline, f"crawl not done within {timeout}s: scheduler unreachable"
+                    idle_since = None
+                    time.sleep(0.5)
+                    continue
                 busy = stats["frontier"].get("queued", 0) + stats["in_flight"]
                 now = time.monotonic()
                 if busy == 0 and stats["fetched"] > 0:

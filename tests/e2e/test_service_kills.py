@@ -1,0 +1,127 @@
+"""Every service killed with SIGKILL, again and again, during a crawl: nothing is lost, nothing is impolite.
+
+Once a tenth of the web is fetched, each of the six services is killed five
+times, each time at a random moment after it came back (a seeded random.Random per service; the schedule is logged
+and written to ``chaos.log`` beside the services' logs), and started again after
+a random pause. Kills of different services overlap. The web is sized so that its
+largest host alone needs over a minute at the politeness gap, so the crawl is
+still running at the last kill whatever the machine's load; the test checks it.
+
+Then the crawl must complete with every reachable allowed page fetched, every
+discovered URL fetched or ended with a recorded outcome, fewer than 1% of pages
+requested twice (what redelivery after a kill costs), politeness and robots.txt
+intact from the server's side, and the importance service's cash conserved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from libs.simweb import SimWeb, SimWebConfig
+from libs.simweb.request_log import RequestRecord
+from tests.conftest import make_unique_name
+from tests.e2e.crawl_checks import (
+    conserved_cash,
+    expected_pages,
+    frontier_statuses,
+    lost_urls,
+    politeness_faults,
+    refetches,
+    requested_pages,
+)
+from tests.e2e.crawl_harness import CrawlStack, crawl_stack
+from tests.e2e.fault_injection import Kill, ServiceChaos, wait_fetched, wait_serving, wait_until_quiet
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+log = logging.getLogger(__name__)
+
+SEED = 20261122
+KILLS_PER_SERVICE = 5
+WEB = SimWebConfig(
+    seed=31, hosts=30, pages=1500, host_size_exponent=0.3, hub_host_ratio=0.0,
+    crawl_delay_host_ratio=0.1, crawl_delay_values=(0.8,),
+)
+MIN_DELAY = 0.5
+ENV = {
+    "TRAWL_FETCHER_MIN_DELAY": str(MIN_DELAY),
+    "TRAWL_FETCHER_HANDOFF_DELAY": "1.0",  # covers the largest gap of this web (the Crawl-delay)
+    "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
+    "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+}
+
+
+@dataclass
+class ChaosCrawl:
+    stack: CrawlStack
+    web: SimWeb
+    log: list[RequestRecord]
+    kills: list[Kill]
+    expected: set[str]
+
+
+@pytest.fixture(scope="module")
+def chaos_crawl(kafka_bootstrap: str, pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChaosCrawl]:
+    logs = tmp_path_factory.mktemp("logs")
+    prefix = make_unique_name("kills") + "."
+    with crawl_stack(kafka_bootstrap, pg_dsn, prefix, logs, WEB) as (stack, simweb, web):
+        for process in stack.processes.values():
+            process.env.update(ENV)
+        expected = expected_pages(web)
+        stack.start()
+        with stack.admin() as admin:
+            admin.add_seeds(web.home_pages())
+        wait_fetched(stack.dsn, len(expected) // 10)  # kills land in a crawl in full swing
+        addresses = {name: f"127.0.0.1:{port}" for name, port in stack.ports.items()}
+        chaos = ServiceChaos(stack.processes, addresses, stack.dsn, seed=SEED, kills=KILLS_PER_SERVICE,
+                             uptime=(1.0, 8.0), down=(0.1, 2.0), journal=logs / "chaos.log")
+        kills = chaos.run()
+        print(f"chaos schedule (seed {SEED}): {logs / 'chaos.log'}")
+        print((logs / "chaos.log").read_text())
+
+        def all_alive() -> None:
+            for name, process in stack.processes.items():
+                assert process.alive(), f"{name} exited: see {process.log_path}"
+
+        waited = wait_until_quiet(stack, timeout=300, alive=all_alive)
+        print(f"quiet {waited:.1f}s after the last restart")
+        for name, process in stack.processes.items():
+            wait_serving(addresses[name], process, 10)
+        yield ChaosCrawl(stack, web, list(simweb.request_log), kills, expected)
+
+
+def test_each_service_was_killed_five_times_mid_crawl(chaos_crawl: ChaosCrawl) -> None:
+    per_service = {name: sum(k.service == name for k in chaos_crawl.kills) for name in chaos_crawl.stack.processes}
+    assert per_service == {name: KILLS_PER_SERVICE for name in chaos_crawl.stack.processes}
+    assert len({k.pid for k in chaos_crawl.kills}) == len(chaos_crawl.kills), "each kill hit a new process"
+    last = max(chaos_crawl.kills, key=lambda k: k.at)
+    assert 0 <= last.fetched < len(chaos_crawl.expected), "the crawl was still running at the last kill"
+
+
+def test_every_reachable_allowed_page_is_fetched(chaos_crawl: ChaosCrawl) -> None:
+    assert requested_pages(chaos_crawl.log) == chaos_crawl.expected
+    fetched = {r[0] for r in chaos_crawl.stack.query("SELECT url FROM scheduler.frontier WHERE status = 'fetched'")}
+    assert fetched == chaos_crawl.expected
+
+
+def test_no_discovered_url_is_lost(chaos_crawl: ChaosCrawl) -> None:
+    print("frontier:", frontier_statuses(chaos_crawl.stack))
+    assert lost_urls(chaos_crawl.stack) == {}
+
+
+def test_refetches_from_redelivery_stay_under_one_percent(chaos_crawl: ChaosCrawl) -> None:
+    again = refetches(chaos_crawl.log)
+    print(f"refetched {again.extra} of {again.pages} pages ({again.share:.2%}): {again.urls}")
+    assert again.share < 0.01
+
+
+def test_politeness_and_robots_hold_through_the_kills(chaos_crawl: ChaosCrawl) -> None:
+    assert politeness_faults(chaos_crawl.log, chaos_crawl.web, MIN_DELAY) == {}
+
+
+def test_cash_is_conserved_through_the_kills(chaos_crawl: ChaosCrawl) -> None:
+    accounted, total = conserved_cash(chaos_crawl.stack)
+    assert accounted == pytest.approx(total, rel=1e-9)
