@@ -29,6 +29,7 @@ from psycopg import AsyncConnection
 from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
 from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
+from services.scheduler import host_heads
 from services.scheduler.bandits import arm_store
 from services.scheduler.bandits.allocator import ArmState
 from services.scheduler.clock import SchedulerClock, SystemClock
@@ -143,6 +144,46 @@ async def _reweigh_paths(conn: AsyncConnection[Any], rows: Sequence[NewUrl]) -> 
     )
 
 
+# Outcomes of in-flight requests, set-based: each URL answered moves on (a retry is queued again
+# after its backoff, or failed once attempts are spent), then each host it frees, once: one request
+# fewer out; a one-slot host (or any host after an error) waits until the fetcher's next allowed
+# time; the politeness gap the fetcher reported last (highest fingerprint) is remembered for a
+# host with several slots (see dispatch).
+_APPLY_OUTCOMES = (
+    "WITH o AS ("
+    "  SELECT * FROM unnest(%(fps)s::bigint[], %(rids)s::text[], %(statuses)s::text[], %(ats)s::timestamptz[],"
+    "    %(https)s::int[], %(outcomes)s::text[], %(errors)s::text[], %(nexts)s::timestamptz[])"
+    "    AS o(fp, rid, status, at, http, outcome, error, next)"
+    "), done AS ("
+    "  UPDATE scheduler.frontier f SET"
+    "    status = CASE WHEN o.status <> 'retry' THEN o.status"
+    "                  WHEN f.attempts >= %(max)s THEN 'failed' ELSE 'queued' END,"
+    "    next_fetch_at = CASE WHEN o.status = 'retry'"
+    "        THEN %(now)s + make_interval(secs => %(base)s * power(2, greatest(f.attempts - 1, 0)))"
+    "        WHEN o.status = 'fetched' THEN %(never)s ELSE f.next_fetch_at END,"
+    "    fetched_at = o.at, http_status = o.http, last_outcome = o.outcome, last_error = nullif(o.error, ''),"
+    "    fetch_seq = CASE WHEN o.status = 'fetched' THEN nextval('scheduler.fetch_seq') ELSE f.fetch_seq END,"
+    "    request_id = NULL"
+    "  FROM o WHERE f.url_fp = o.fp AND f.request_id = o.rid AND f.status = 'in_flight'"
+    "  RETURNING f.url_fp, f.url, f.host, o.status AS reported, o.at, o.next"
+    "), freed AS ("
+    "  SELECT host, count(*) AS n, count(*) FILTER (WHERE reported = 'fetched') AS ok,"
+    "    count(*) FILTER (WHERE reported IN ('retry', 'failed')) AS errors,"
+    "    max(coalesce(next, now())) AS next_any,"
+    "    max(coalesce(next, now())) FILTER (WHERE reported IN ('retry', 'failed')) AS next_error,"
+    "    (array_agg(greatest(extract(epoch FROM next - at), 0) ORDER BY url_fp DESC)"
+    "      FILTER (WHERE next IS NOT NULL))[1] AS gap"
+    "  FROM done GROUP BY host"
+    "), hosts AS ("
+    "  UPDATE scheduler.hosts h SET in_flight = greatest(h.in_flight - a.n, 0),"
+    "    next_allowed_at = greatest(h.next_allowed_at, CASE WHEN h.slots = 1 THEN a.next_any ELSE a.next_error END),"
+    "    gap_seconds = coalesce(a.gap, h.gap_seconds), fetched = h.fetched + a.ok, errors = h.errors + a.errors"
+    "  FROM (SELECT * FROM freed ORDER BY host) a WHERE h.host = a.host"
+    ")"
+    " SELECT url_fp, url, host, reported FROM done"
+)
+
+
 class FrontierStore:
     def __init__(self, db: Database, partitions: int, clock: SchedulerClock | None = None,
                  revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None) -> None:
@@ -218,62 +259,31 @@ class FrontierStore:
             )
 
     async def apply_outcomes(self, rows: Sequence[Outcome], max_attempts: int, retry_base: float) -> int:
-        """Applies outcomes of in-flight requests; stale or repeated outcomes are ignored."""
-        applied = 0
-        ended: list[tuple[int, str, bool]] = []
-        fetched: list[FetchedPage] = []
-        now = self._clock.now()
+        """Applies outcomes of in-flight requests; stale or repeated outcomes are ignored.
+
+        One statement for the batch: the URLs the outcomes answer, then their hosts, each once.
+        """
+        unique = sorted({(o.url_fp, o.request_id): o for o in reversed(rows)}.values(), key=lambda r: r.url_fp)
+        if not unique:
+            return 0
         async with self._db.transaction() as conn:
-            for o in sorted(rows, key=lambda r: r.url_fp):
-                cur = await conn.execute(
-                    "UPDATE scheduler.frontier SET"
-                    "  status = CASE WHEN %(status)s <> 'retry' THEN %(status)s"
-                    "                WHEN attempts >= %(max)s THEN 'failed' ELSE 'queued' END,"
-                    "  next_fetch_at = CASE WHEN %(status)s = 'retry'"
-                    "      THEN %(now)s + make_interval(secs => %(base)s * power(2, greatest(attempts - 1, 0)))"
-                    "      WHEN %(status)s = 'fetched' THEN %(never)s ELSE next_fetch_at END,"
-                    "  fetched_at = %(at)s, http_status = %(http)s, last_outcome = %(outcome)s,"
-                    "  last_error = nullif(%(error)s, ''),"
-                    "  fetch_seq = CASE WHEN %(status)s = 'fetched' THEN nextval('scheduler.fetch_seq')"
-                    "                   ELSE fetch_seq END,"
-                    "  request_id = NULL"
-                    " WHERE url_fp = %(fp)s AND request_id = %(rid)s AND status = 'in_flight'"
-                    " RETURNING url",
-                    {
-                        "status": o.status, "max": max_attempts, "base": retry_base, "at": o.fetched_at,
-                        "http": o.http_status, "outcome": o.outcome, "error": o.error[:2000], "fp": o.url_fp,
-                        "rid": o.request_id, "now": now, "never": NEVER,
-                    },
-                )
-                updated = await cur.fetchone()
-                if updated is None:
-                    continue
-                applied += 1
-                if o.status == "fetched":
-                    fetched.append(FetchedPage(o.url_fp, str(updated[0]), o.host))
-                if o.status in _FINAL:
-                    ended.append((o.url_fp, o.host, o.status == "fetched"))
-                # A host with several slots keeps its own spacing (see dispatch); only an error's
-                # backoff holds all its slots. The gap the fetcher keeps is remembered for that.
-                await conn.execute(
-                    "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1, 0),"
-                    " next_allowed_at = CASE WHEN slots = 1 OR %(error)s"
-                    "   THEN greatest(next_allowed_at, coalesce(%(next)s, now())) ELSE next_allowed_at END,"
-                    " gap_seconds = CASE WHEN %(next)s::timestamptz IS NULL THEN gap_seconds"
-                    "   ELSE greatest(extract(epoch FROM %(next)s::timestamptz - %(at)s::timestamptz), 0) END,"
-                    " fetched = fetched + %(ok)s, errors = errors + %(error)s::int WHERE host = %(host)s",
-                    {
-                        "next": o.host_next_allowed_at,
-                        "at": o.fetched_at,
-                        "ok": 1 if o.status == "fetched" else 0,
-                        "error": o.status in ("retry", "failed"),
-                        "host": o.host,
-                    },
-                )
+            cur = await conn.execute(
+                _APPLY_OUTCOMES,
+                {
+                    "fps": [o.url_fp for o in unique], "rids": [o.request_id for o in unique],
+                    "statuses": [o.status for o in unique], "ats": [o.fetched_at for o in unique],
+                    "https": [o.http_status for o in unique], "outcomes": [o.outcome for o in unique],
+                    "errors": [o.error[:2000] for o in unique], "nexts": [o.host_next_allowed_at for o in unique],
+                    "max": max_attempts, "base": retry_base, "now": self._clock.now(), "never": NEVER,
+                },
+            )
+            done = sorted((int(fp), str(url), str(host), str(status)) for fp, url, host, status in await cur.fetchall())
+            ended = [(fp, host, status == "fetched") for fp, _url, host, status in done if status in _FINAL]
+            fetched = [FetchedPage(fp, url, host) for fp, url, host, status in done if status == "fetched"]
             await arm_store.record_pulls(conn, ended)
             if self._revisits is not None and fetched:
                 await self._revisits.fetched(conn, fetched)
-        return applied
+        return len(done)
 
     async def dispatch(self, room: int, partitions: Sequence[int], held: Sequence[str] = ()) -> list[Dispatched]:
         """Takes the best queued URL of each free host, highest priority first, up to ``room``.
@@ -291,41 +301,15 @@ class FrontierStore:
                 " WHERE status = 'fetched' AND next_fetch_at <= %s",
                 (now,),
             )
+            await host_heads.refresh_stale(conn, partitions)
             cur = await conn.execute(
-                "WITH idle AS ("
-                "  SELECT host FROM scheduler.hosts"
-                "  WHERE in_flight = 0 AND next_allowed_at <= now() AND partition = ANY(%(parts)s)"
-                "    AND host <> ALL(%(held)s::text[])"
-                "  FOR UPDATE SKIP LOCKED"
-                "), shared AS ("
-                "  SELECT host FROM scheduler.hosts"
-                "  WHERE slots > 1 AND in_flight BETWEEN 1 AND slots - 1 AND gap_seconds IS NOT NULL"
-                "    AND next_allowed_at <= now() AND partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
-                "  FOR UPDATE SKIP LOCKED"
-                "), free AS (SELECT host FROM idle UNION ALL SELECT host FROM shared"
-                "), best AS ("
-                "  SELECT b.url_fp, b.priority FROM free, LATERAL ("
-                "    SELECT url_fp, priority FROM scheduler.frontier f"
-                "    WHERE f.host = free.host AND f.status = 'queued' AND f.next_fetch_at <= %(now)s"
-                "    ORDER BY f.priority DESC, f.url_fp LIMIT 1) b"
-                "  ORDER BY b.priority DESC, b.url_fp LIMIT %(room)s"
-                ")"
-                " UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
-                "   dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
-                " FROM best WHERE f.url_fp = best.url_fp"
-                " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id",
+                host_heads.SELECT_AND_TAKE,
                 {"parts": list(partitions), "room": room, "held": list(held), "now": now},
             )
             # RETURNING follows the join plan, not best's ORDER BY: restore best first.
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))
             if rows:
-                await conn.execute(
-                    "UPDATE scheduler.hosts SET in_flight = in_flight + 1,"
-                    " next_allowed_at = CASE WHEN slots > 1 THEN greatest(next_allowed_at,"
-                    "   now() + make_interval(secs => coalesce(gap_seconds, 0))) ELSE next_allowed_at END"
-                    " WHERE host = ANY(%s)",
-                    ([r.host for r in rows],),
-                )
+                await host_heads.taken(conn, [r.host for r in rows])
         return rows
 
     async def set_host_slots(self, hosts: Sequence[str], slots: int) -> None:

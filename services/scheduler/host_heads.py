@@ -1,0 +1,92 @@
+"""Host heads: each host's best queued URL, kept on its row so a dispatch round reads only those.
+
+A round must take, among the free hosts, the best queued URL of each, best first. Probing
+every free host's queued URLs costs a round as many index probes as there are free hosts
+(100,000 on a large crawl) whatever the room; with heads, the round reads ``room`` rows of
+one index (``hosts_heads``: free hosts by head priority). The heads are exact when a round
+selects: the round first refreshes the hosts the frontier's statement triggers named stale
+(migration ``0020_host_heads.sql``: a URL queued, requeued, re-weighed or deleted), and after
+taking URLs it refreshes the heads of the hosts it took them from.
+
+A head ignores ``next_fetch_at``, since being due changes with time and not with a write:
+a host whose head is not due yet (a retry waiting for its backoff) is probed for a due URL
+(:data:`LATER`), and such hosts are few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from psycopg import AsyncConnection
+
+# The best queued URL of host ``t.host``, or a row of NULLs when it has none (LEFT JOIN ... ON true).
+_BEST = (
+    " LEFT JOIN LATERAL (SELECT f.url_fp, f.priority, f.next_fetch_at FROM scheduler.frontier f"
+    "   WHERE f.host = t.host AND f.status = 'queued' ORDER BY f.priority DESC, f.url_fp LIMIT 1) b ON true"
+)
+_SET_HEAD = "head_fp = b.url_fp, head_priority = b.priority, head_due_at = b.next_fetch_at"
+
+REFRESH_STALE = (
+    "WITH s AS (DELETE FROM scheduler.host_heads_stale WHERE partition = ANY(%(parts)s) RETURNING host)"
+    " UPDATE scheduler.hosts h SET " + _SET_HEAD
+    + " FROM (SELECT DISTINCT host FROM s ORDER BY host) t" + _BEST
+    + " WHERE h.host = t.host"
+)
+
+# The hosts a round took URLs from: one more request out, a large host's next start spaced by
+# its gap, and the next head (a statement of its own, so that it sees the URLs just taken).
+TAKEN = (
+    "UPDATE scheduler.hosts h SET in_flight = h.in_flight + 1,"
+    " next_allowed_at = CASE WHEN h.slots > 1 THEN greatest(h.next_allowed_at,"
+    "   now() + make_interval(secs => coalesce(h.gap_seconds, 0))) ELSE h.next_allowed_at END, " + _SET_HEAD
+    + " FROM (SELECT unnest(%s::text[]) AS host) t" + _BEST
+    + " WHERE h.host = t.host"
+)
+
+# A host may take a request when it has nothing in flight, or fewer than its slots and its gap
+# since the last start has passed; never a held host, only in the owned partitions.
+_FREE = (
+    "next_allowed_at <= now() AND partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
+)
+_SHARED = "slots > 1 AND in_flight BETWEEN 1 AND slots - 1 AND gap_seconds IS NOT NULL"
+
+SELECT_AND_TAKE = (
+    "WITH idle AS ("
+    "  SELECT head_fp AS url_fp, head_priority AS priority FROM scheduler.hosts"
+    "  WHERE head_fp IS NOT NULL AND in_flight = 0 AND head_due_at <= %(now)s AND " + _FREE
+    + "  ORDER BY head_priority DESC, head_fp LIMIT %(room)s"
+    "  FOR UPDATE SKIP LOCKED"
+    "), shared AS ("
+    "  SELECT head_fp AS url_fp, head_priority AS priority FROM scheduler.hosts"
+    "  WHERE " + _SHARED + " AND head_fp IS NOT NULL AND head_due_at <= %(now)s AND " + _FREE
+    + "  FOR UPDATE SKIP LOCKED"
+    "), later AS ("  # heads not due yet: the best due URL of such a host, if any
+    "  SELECT host FROM scheduler.hosts"
+    "  WHERE head_fp IS NOT NULL AND head_due_at > %(now)s AND (in_flight = 0 OR " + _SHARED + ") AND " + _FREE
+    + "  FOR UPDATE SKIP LOCKED"
+    "), later_best AS ("
+    "  SELECT b.url_fp, b.priority FROM later, LATERAL ("
+    "    SELECT url_fp, priority FROM scheduler.frontier f"
+    "    WHERE f.host = later.host AND f.status = 'queued' AND f.next_fetch_at <= %(now)s"
+    "    ORDER BY f.priority DESC, f.url_fp LIMIT 1) b"
+    "), best AS ("
+    "  SELECT url_fp, priority FROM idle UNION ALL SELECT url_fp, priority FROM shared"
+    "  UNION ALL SELECT url_fp, priority FROM later_best"
+    "  ORDER BY priority DESC, url_fp LIMIT %(room)s"
+    ")"
+    " UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
+    "   dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
+    " FROM best WHERE f.url_fp = best.url_fp AND f.status = 'queued'"
+    " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id"
+)
+
+
+async def refresh_stale(conn: AsyncConnection[Any], partitions: Sequence[int]) -> None:
+    """Recomputes the heads of the hosts of ``partitions`` whose queued URLs changed since."""
+    await conn.execute(REFRESH_STALE, {"parts": list(partitions)})
+
+
+async def taken(conn: AsyncConnection[Any], hosts: Sequence[str]) -> None:
+    """Books one more request out for each of ``hosts`` (sorted: rows locked in one order)."""
+    await conn.execute(TAKEN, (sorted(hosts),))
