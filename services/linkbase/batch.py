@@ -30,6 +30,7 @@ from services.linkbase.rows import (
     UrlRef,
     VerdictRow,
     clean_text,
+    host_group,
     merge_links,
     resolve,
     resolve_required,
@@ -92,6 +93,30 @@ class LinkbaseBatch:
             if seen is None or row.fetched_at_ms >= seen.fetched_at_ms:
                 latest[row.ref.host_id] = row
         return {hid: (bool(row.host_available), row.fetched_at_ms) for hid, row in sorted(latest.items())}
+
+    @property
+    def empty(self) -> bool:
+        return not (self.hosts or self.pages or self.documents or self.verdicts or self.outcomes)
+
+    def split(self, groups: int) -> list[LinkbaseBatch]:
+        """The batch cut into ``groups`` host groups (:func:`~services.linkbase.rows.host_group`).
+
+        Each row goes with the host its primary key starts with (a page and its links and bad
+        links with the page's host), so the parts write disjoint rows. Link targets are not
+        rows of the batch: the writer computes them and routes each to its own host's group.
+        """
+        parts = [LinkbaseBatch() for _ in range(groups)]
+        for hid, host in self.hosts.items():
+            parts[host_group(hid, groups)].hosts[hid] = host
+        for fp, page in self.pages.items():
+            parts[host_group(page.row.ref.host_id, groups)].pages[fp] = page
+        for fp, document in self.documents.items():
+            parts[host_group(document.ref.host_id, groups)].documents[fp] = document
+        for fp, verdict in self.verdicts.items():
+            parts[host_group(verdict.ref.host_id, groups)].verdicts[fp] = verdict
+        for key, outcome in self.outcomes.items():
+            parts[host_group(outcome.ref.host_id, groups)].outcomes[key] = outcome
+        return parts
 
     # building --------------------------------------------------------------------------
     def _host(self, ref: UrlRef) -> int:

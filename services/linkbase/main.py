@@ -48,7 +48,7 @@ async def build(env: Mapping[str, str]) -> Service:
         group_id=settings.group_id,
         topics=[PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES],
         handler=LinkbaseHandler(LinkStore(db, HostBudget(settings.max_urls_per_host)), publisher,
-                                chunk=settings.write_chunk),
+                                chunk=settings.write_chunk, groups=settings.write_groups),
         producer=producer,
         concurrency=1,
         batch_size=settings.batch_size,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -277,4 +278,35 @@ def targets_of(links: list[LinkRow], page_depths: dict[int, int | None]) -> list
             link.source if closer else seen.discovered_from,
             seen.followable or link.followable,
         )
+    return [best[key] for key in sorted(best)]
+
+
+def host_group(host: int, groups: int) -> int:
+    """The host group (0 .. ``groups`` - 1) a host id belongs to: the rows keyed by it are written by that group."""
+    return host % groups
+
+
+def _closeness(target: TargetRow) -> tuple[bool, int, int, int]:
+    """Order of the row :func:`targets_of` keeps for a URL: smallest depth, then first source in key order."""
+    return (target.depth is None, target.depth or 0, target.discovered_from.host_id, target.discovered_from.fp)
+
+
+def combine_targets(parts: Iterable[list[TargetRow]]) -> list[TargetRow]:
+    """The targets of one batch's links from the :func:`targets_of` of its parts: what it gives for all the links.
+
+    A URL linked from pages of several parts keeps the row of the part with the smallest depth
+    (the first source in key order among equals), and is followable if any part's is.
+    """
+    best: dict[tuple[int, int], TargetRow] = {}
+    for part in parts:
+        for target in part:
+            key = target.ref.key
+            seen = best.get(key)
+            if seen is None:
+                best[key] = target
+                continue
+            keep = seen if _closeness(seen) <= _closeness(target) else target
+            followable = seen.followable or target.followable
+            best[key] = keep if keep.followable == followable else TargetRow(
+                keep.ref, keep.depth, keep.discovered_from, followable)
     return [best[key] for key in sorted(best)]

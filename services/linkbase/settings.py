@@ -20,6 +20,12 @@ class LinkbaseSettings:
         "Messages per write transaction: a batch's chunks are written one after the other while the next "
         "one's rows are built, so normalising and writing overlap.",
     )
+    write_groups: int = setting(
+        "TRAWL_LINKBASE_WRITE_GROUPS",
+        2,
+        "Host groups a chunk is split into, each written in its own transaction on its own connection, side by "
+        "side (1: one transaction per chunk). Groups write disjoint rows, so they never wait for each other.",
+    )
     publish_interval: float = setting(
         "TRAWL_LINKBASE_PUBLISH_INTERVAL_SECONDS",
         2.0,

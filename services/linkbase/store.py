@@ -1,4 +1,4 @@
-"""Writes of the link base: one transaction per consumed batch, bulk statements only.
+"""Writes of the link base: one transaction per written batch, bulk statements only.
 
 Every URL row is addressed by its full primary key (host id, URL fingerprint), so each
 statement's rows go to their host's partition and the "seen" test of a discovered URL is an
@@ -9,7 +9,8 @@ round trips. Rows are sorted by primary key, so concurrent writers lock in the s
 Every write is idempotent: a redelivered batch finds its rows in place and changes nothing.
 
 Link targets this process knows to be stored with a depth and state the link cannot improve
-are not merged again (:mod:`services.linkbase.known_targets`). New link targets count
+are not merged again (:mod:`services.linkbase.known_targets`), and the merge leaves out, without
+locking them, those whose stored row the link cannot change. New link targets count
 against their host's URL budget (:mod:`services.linkbase.host_budget`);
 the ones over it are kept as bad links.
 
@@ -21,6 +22,7 @@ previous and the current fetch time (seed 001; :mod:`services.linkbase.history`)
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -82,14 +84,24 @@ WHERE b.source_host_id = k.host_id AND b.source_fp = k.s AND b.href_hash = k.h
 """
 
 # A target becomes pending (1) when first seen followable; announced (2) stays announced.
-# discovered_from follows the smallest depth. No-op updates are skipped.
+# discovered_from follows the smallest depth. Targets whose stored row the link cannot change
+# (stored depth at most the link's, state at least the link's) are left out before the upsert:
+# ON CONFLICT DO UPDATE locks the row it finds even when its WHERE then skips the update, which
+# costs a WAL record and a dirtied heap page per navigation link. Each is probed once by primary
+# key (LATERAL ... LIMIT 1: never a scan, whatever the planner thinks of the staging table).
 # Returns, per host, the URLs this transaction inserted (first_seen is the transaction's start):
 # the per-host budget's count (services/linkbase/host_budget.py).
 _MERGE_TARGETS = """
 WITH merged AS (
 INSERT INTO linkbase.urls AS u (host_id, url_fp, url, depth, discovered_from_host_id, discovered_from_fp,
                                 announce_state)
-SELECT host_id, url_fp, url, depth, from_host_id, from_fp, announce_state FROM stage_targets
+SELECT s.host_id, s.url_fp, s.url, s.depth, s.from_host_id, s.from_fp, s.announce_state
+FROM stage_targets AS s
+LEFT JOIN LATERAL (SELECT o.depth, o.announce_state FROM linkbase.urls AS o
+                   WHERE o.host_id = s.host_id AND o.url_fp = s.url_fp LIMIT 1) AS o ON true
+WHERE o.announce_state IS NULL OR o.announce_state < s.announce_state
+   OR (s.depth IS NOT NULL AND (o.depth IS NULL OR s.depth < o.depth))
+ORDER BY s.host_id, s.url_fp
 ON CONFLICT (host_id, url_fp) DO UPDATE SET
     depth = LEAST(u.depth, excluded.depth),
     discovered_from_host_id = CASE
@@ -126,8 +138,22 @@ WHERE (b.reason, b.anchor) IS DISTINCT FROM (excluded.reason, excluded.anchor)
 """
 
 
+@dataclass(frozen=True)
+class Written:
+    """What writing a batch's own rows leaves to do: the link targets to merge, the history it recorded."""
+
+    targets: list[TargetRow]
+    revealed: list[RevealedChild]
+
+
 class LinkStore:
-    """Applies one :class:`LinkbaseBatch` in one transaction."""
+    """Applies :class:`LinkbaseBatch` es: in one transaction each, or with their targets merged later.
+
+    :meth:`write` is the whole batch in one transaction. :meth:`write_deferred` is the step of
+    a writer per host group (:mod:`services.linkbase.group_writer`): it merges targets an earlier
+    batch left (those of its own hosts), then writes the batch's rows except its targets, which
+    it returns, so that each URL row is only ever written by its own host group's transaction.
+    """
 
     def __init__(self, db: Database, budget: HostBudget | None = None, known: KnownTargets | None = None) -> None:
         self._db = db
@@ -136,15 +162,27 @@ class LinkStore:
 
     async def write(self, batch: LinkbaseBatch) -> list[RevealedChild]:
         """Writes the batch; returns the publish-time history rows it recorded."""
-        merged: list[TargetRow] = []
         async with self._db.transaction() as conn:
-            await self._write_hosts(conn, batch)
-            revealed = await self._write_page_links(conn, batch, merged)
-            await write_documents(conn, batch)
-            await write_verdicts(conn, batch)
-            await write_outcomes(conn, batch)
+            written = await self._write_own_rows(conn, batch)
+            merged = await self._merge_targets(conn, written.targets)
         self._known.remember(merged)  # committed: now a safe bound (known_targets.py)
-        return revealed
+        return written.revealed
+
+    async def write_deferred(self, batch: LinkbaseBatch, earlier: list[TargetRow]) -> Written:
+        """One transaction: merges ``earlier`` targets, then writes ``batch`` except its targets, returned."""
+        async with self._db.transaction() as conn:
+            merged = await self._merge_targets(conn, earlier)
+            written = await self._write_own_rows(conn, batch)
+        self._known.remember(merged)
+        return written
+
+    async def _write_own_rows(self, conn: Conn, batch: LinkbaseBatch) -> Written:
+        await self._write_hosts(conn, batch)
+        written = await self._write_page_links(conn, batch)
+        await write_documents(conn, batch)
+        await write_verdicts(conn, batch)
+        await write_outcomes(conn, batch)
+        return written
 
     async def _write_hosts(self, conn: Conn, batch: LinkbaseBatch) -> None:
         rows = [batch.hosts[hid] for hid in sorted(batch.hosts)]
@@ -154,10 +192,10 @@ class LinkStore:
                 ([r.host_id for r in rows], [r.host for r in rows], [r.registered_domain for r in rows]),
             )
 
-    async def _write_page_links(self, conn: Conn, batch: LinkbaseBatch, merged: list[TargetRow]) -> list[RevealedChild]:
+    async def _write_page_links(self, conn: Conn, batch: LinkbaseBatch) -> Written:
         pages = sorted(batch.page_rows, key=lambda p: p.ref.key)
         if not pages:
-            return []
+            return Written([], [])
         first_time = await ensure_urls(conn, [p.ref for p in pages], fetched=True)
         cur = await conn.execute(
             _UPDATE_PAGES,
@@ -174,8 +212,6 @@ class LinkStore:
         if recrawled:
             before = await self._replace_stale(conn, recrawled, {(r.source.fp, r.target.fp) for r in links},
                                                {(r.source_fp, r.href_hash) for r in bad})
-        merged.extend(t for t in budgeted.targets if not self._known.unchanged(t))
-        await self._budget.count(conn, await self._merge_targets(conn, merged))
         # A page fetched for the first time has no stored out-links (links are only stored with
         # the page's own fetch, which marks it fetched): its links go straight in with COPY.
         fresh = [r for r in links if r.source.fp in first_time]
@@ -194,7 +230,7 @@ class LinkStore:
             await conn.execute(_MERGE_BAD)
         revealed = revealed_children(recrawled, links_at, before, links)
         await write_history(conn, revealed)
-        return revealed
+        return Written(budgeted.targets, revealed)
 
     async def _replace_stale(
         self, conn: Conn, pages: list[PageRow], links: set[tuple[int, int]], bad: set[tuple[int, int]]
@@ -217,12 +253,15 @@ class LinkStore:
                 log.debug("deleted %s out-links that re-fetched pages no longer have", len(gone))
         return before
 
-    async def _merge_targets(self, conn: Conn, targets: list[TargetRow]) -> list[tuple[int, int]]:
-        """Inserts or updates the link targets; returns (host id, URLs inserted) per host."""
-        if not targets:
-            return []
+    async def _merge_targets(self, conn: Conn, targets: list[TargetRow]) -> list[TargetRow]:
+        """Inserts or updates the link targets not known to be unchanged, counts the new URLs per host;
+        returns the targets merged (to remember once committed)."""
+        merged = [t for t in targets if not self._known.unchanged(t)]
+        if not merged:
+            return merged
         await staging.copy_rows(conn, staging.TARGETS, (
             (t.ref.host_id, t.ref.fp, t.ref.url, t.depth, t.discovered_from.host_id, t.discovered_from.fp,
-             1 if t.followable else 0) for t in targets))
+             1 if t.followable else 0) for t in merged))
         cur = await conn.execute(_MERGE_TARGETS)
-        return [(host, n) for host, n in await cur.fetchall()]
+        await self._budget.count(conn, [(host, n) for host, n in await cur.fetchall()])
+        return merged

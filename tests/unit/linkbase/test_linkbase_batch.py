@@ -13,7 +13,7 @@ from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, PA
 from libs.common.wire import messages as pb
 from services.linkbase.api import page_size
 from services.linkbase.batch import build_batch
-from services.linkbase.rows import resolve
+from services.linkbase.rows import host_group, resolve
 
 
 def _record(topic: Topic, value: Message, offset: int = 0, timestamp_ms: int = 0) -> Record[Any]:
@@ -167,3 +167,26 @@ def test_trapped_links_are_bad_links_named_after_their_rule() -> None:
         "http://a.test/a/a/a/": "trap:repeated_segments",
     }
     assert batch.links == []
+
+
+def test_a_batch_splits_into_host_groups_of_disjoint_rows() -> None:
+    hosts = [f"h{n}.test" for n in range(6)]
+    records = [_page(f"http://{h}/", pb.Link(url=f"http://{hosts[(n + 1) % 6]}/x", link_class=pb.LINK_CLASS_INTERNAL))
+               for n, h in enumerate(hosts)]
+    records += [_record(DOCUMENTS, pb.Document(url=f"http://{h}/doc", title="t")) for h in hosts]
+    records += [_record(FETCH_OUTCOMES, pb.FetchOutcome(request_id="r", url=f"http://{h}/", status=pb.FETCH_STATUS_OK))
+                for h in hosts]
+    records += [_record(DUPLICATE_VERDICTS, pb.DuplicateVerdict(url=f"http://{h}/doc")) for h in hosts]
+    batch = build_batch(records)
+    parts = batch.split(2)
+    for g, part in enumerate(parts):
+        keyed = [*part.hosts, *(p.ref.host_id for p in part.page_rows),
+                 *(d.ref.host_id for d in part.documents.values()), *(v.ref.host_id for v in part.verdicts.values()),
+                 *(o.ref.host_id for o in part.outcomes.values()),
+                 *(link.source.host_id for link in part.links)]
+        assert keyed and {host_group(h, 2) for h in keyed} == {g}
+    assert sorted(h for part in parts for h in part.hosts) == sorted(batch.hosts)
+    assert sorted((r.source.fp, r.target.fp) for part in parts for r in part.links) == sorted(
+        (r.source.fp, r.target.fp) for r in batch.links)
+    assert sum(len(part.documents) + len(part.verdicts) + len(part.outcomes) for part in parts) == 18
+    assert not any(part.empty for part in parts) and build_batch([]).empty

@@ -11,6 +11,8 @@ from services.linkbase.rows import (
     LinkRow,
     OutcomeRow,
     UrlRef,
+    combine_targets,
+    host_group,
     host_id,
     merge_links,
     normal_form,
@@ -153,3 +155,29 @@ def test_the_short_path_follows_the_installed_policy() -> None:
     finally:
         install_policy(DEFAULT_POLICY)
     assert normal_form(long_url) == long_url
+
+
+_HOSTS = [f"h{n}.test" for n in range(6)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11), st.booleans()), min_size=1, max_size=40),
+    st.lists(st.one_of(st.none(), st.integers(0, 4)), min_size=12, max_size=12),
+    st.integers(2, 4),
+)
+def test_targets_combined_from_host_groups_are_the_targets_of_all_links(
+    edges: list[tuple[int, int, bool]], depths: list[int | None], groups: int
+) -> None:
+    pages = [resolve(f"http://{_HOSTS[n % len(_HOSTS)]}/p{n}") for n in range(12)]
+    unique = {(s, t): LinkRow(pages[s], pages[t], "", pb.LINK_CLASS_INTERNAL, not f, f) for s, t, f in edges}
+    links = sorted(unique.values(), key=lambda r: (r.source.host_id, r.source.fp, r.target.fp))
+    page_depths = {page.fp: depths[n] for n, page in enumerate(pages)}
+    parts = [[r for r in links if host_group(r.source.host_id, groups) == g] for g in range(groups)]
+    combined = combine_targets(targets_of(part, page_depths) for part in parts)
+    assert combined == targets_of(links, page_depths)
+
+
+def test_host_groups_cover_every_host_id() -> None:
+    assert {host_group(host_id(h), 2) for h in _HOSTS} == {0, 1}
+    assert all(0 <= host_group(host_id(h), 3) < 3 for h in _HOSTS)
