@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from libs.common.db.pool import Database
+from libs.common.followed_links import followed
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import IMPORTANCE_UPDATES
 from libs.common.urls import normalize_url
 from libs.common.wire import messages as pb
 from services.importance.discovery import url_host_of_normalized
-from services.importance.handler import followed_links
 from services.importance.keys import fingerprint
 
 SCHEMA = """
@@ -64,7 +64,7 @@ class RowStoreHandler:
             msg: pb.PageLinks = record.value
             url = normalize_url(msg.url)
             fp = fingerprint(url)
-            keys, urls = followed_links(msg, fp, True)
+            keys, urls = followed(msg, fp, True)
             visits.append((fp, url, keys, urls, msg.fetched_at_ms / 1000.0))
         async with self._db.transaction() as conn:
             cur = await conn.execute("SELECT virtual, dividend, uncrawled, history FROM rowstore_totals"

@@ -50,6 +50,7 @@ from bench.importance_rowstore import RowStoreHandler
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
+from libs.common.followed_links import fill_followed, followed
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
@@ -60,7 +61,7 @@ from libs.simweb.webgraph import build_web_graph, web_like_config
 from services.importance.cash_store import CashStore
 from services.importance.discovery import UrlKind
 from services.importance.engine import OpicEngine
-from services.importance.handler import ImportanceHandler, followed_links
+from services.importance.handler import ImportanceHandler
 from services.importance.keys import fingerprint, key_text, owners
 from services.importance.owned_partitions import OwnedPartitions
 from services.importance.settings import ImportanceSettings
@@ -79,7 +80,7 @@ class Workload:
     pages: int
 
 
-def build_workload(pages: int, seed: int) -> Workload:
+def build_workload(pages: int, seed: int, followed_lists: bool = True) -> Workload:
     """Every page of a generated web, breadth-first from its home pages, as the extractor would send them."""
     graph = build_web_graph(web_like_config(pages, seed))
     seen = set(graph.home_pages)
@@ -100,7 +101,9 @@ def build_workload(pages: int, seed: int) -> Workload:
                          if graph.urls[t].split("/")[2] == host else pb.LINK_CLASS_EXTERNAL)
                  for t in graph.out_links[node]]
         msg = pb.PageLinks(url=url, host=host, fetched_at_ms=FETCHED_AT_MS + node, links=links)
-        transfers += len(followed_links(msg, fingerprint(url), True)[0])
+        if followed_lists:
+            fill_followed(msg)  # as the extractor sends them
+        transfers += len(followed(msg, fingerprint(url), True)[0])
         records.append((part, offsets[part], key_text(fingerprint(url)), msg.SerializeToString()))
         offsets[part] += 1
     return Workload(records, transfers, len(order))
@@ -141,6 +144,7 @@ class ReplicaJob:
     pages: int
     seed: int
     batch: int
+    followed_lists: bool = True
 
 
 def replica(job: ReplicaJob, ready: Any, start: Any, shared: Any, results: Any) -> None:
@@ -150,7 +154,7 @@ def replica(job: ReplicaJob, ready: Any, start: Any, shared: Any, results: Any) 
 
 async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> float:
     mine = {p for p in range(PARTITIONS) if p % job.replicas == job.index}
-    raw = [r for r in build_workload(job.pages, job.seed).records if r[0] in mine]
+    raw = [r for r in build_workload(job.pages, job.seed, job.followed_lists).records if r[0] in mine]
     kafka = KafkaSettings(bootstrap=job.bootstrap, topic_prefix=job.prefix)
     db = Database(DatabaseSettings(dsn=job.dsn), f"bench-importance-{job.index}")
     await db.start()
@@ -199,7 +203,7 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> floa
 
 
 async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: int, batch: int, replicas: int,
-                       transfers: int, run: int) -> float:
+                       transfers: int, run: int, followed_lists: bool = True) -> float:
     """Link transfers per second of ``replicas`` instances of the service's path (see module doc)."""
     with fresh_database(server, f"bench_importance_{run}") as dsn:
         apply_migrations(dsn, "importance", MIGRATIONS)
@@ -216,7 +220,8 @@ async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: 
         for i in range(replicas):
             shared[3 * i + 2] = 1.0
         procs = [context.Process(target=replica, args=(ReplicaJob(i, replicas, dsn, bootstrap, prefix, pages, seed,
-                                                                  batch), ready, start, shared, results))
+                                                                  batch, followed_lists), ready, start, shared,
+                                                        results))
                  for i in range(replicas)]
         for proc in procs:
             proc.start()
@@ -307,6 +312,9 @@ async def main_async(argv: list[str]) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--memory-urls", type=int, default=1_000_000, help="URLs for the memory figure (0: skip).")
     parser.add_argument("--no-baseline", action="store_true", help="Measure the service path only.")
+    parser.add_argument("--baseline", choices=("rowstore", "links"), default="rowstore",
+                        help="rowstore: one PostgreSQL row per URL; links: the service path on page-links messages"
+                             " without the followed lists (the links read one Link object at a time).")
     args = parser.parse_args(argv)
     workload = build_workload(args.pages, args.seed)
     root = Path(tempfile.mkdtemp(prefix="trawl-bench-broker-", dir="/var/tmp"))
@@ -323,10 +331,14 @@ async def main_async(argv: list[str]) -> None:
             async def baseline() -> float:
                 if args.no_baseline:
                     return float("nan")
+                if args.baseline == "links":
+                    return await service_path(server, broker.bootstrap, args.pages, args.seed, args.batch,
+                                              args.replicas, workload.transfers, next(runs), followed_lists=False)
                 return await row_store(server, broker.bootstrap, workload, args.batch, next(runs))
 
             name = f"service path, {args.replicas} instance(s): partitions in memory + changelog"
-            a, b = await interleaved(contender, baseline, args.repeat, (name, "one row per URL"))
+            other = "one row per URL" if args.baseline == "rowstore" else "service path, links read one by one"
+            a, b = await interleaved(contender, baseline, args.repeat, (name, other))
     finally:
         broker.stop()
         shutil.rmtree(root, ignore_errors=True)

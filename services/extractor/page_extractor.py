@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from libs.common.errors import PoisonMessage
+from libs.common.followed_links import fill_followed
 from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, normalize_url, normalized_host
 from libs.common.wire import messages as pb
 from services.extractor.charset import decode_html, looks_binary
@@ -218,6 +219,7 @@ def _assemble(page: _Page, options: ExtractionOptions) -> Extracted:
         final_url=page.final_url if page.final_url != page.page_url else "",
         links_truncated=link_set.truncated,
     )
+    fill_followed(page_links)
     return Extracted(document, page_links)
 
 

@@ -18,35 +18,18 @@ from typing import Any
 from prometheus_client import Counter
 
 from libs.common.errors import PoisonMessage
+from libs.common.followed_links import followed
 from libs.common.kafka.consumer import Record
 from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
 from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
-from services.importance.keys import fingerprint, fingerprints, key_text, owners
+from services.importance.keys import fingerprint, key_text, owners
 from services.importance.owned_partitions import OwnedPartitions, PartitionState
 from services.importance.transfers import accept
 
 log = logging.getLogger(__name__)
 
 VISITS = Counter("trawl_importance_visits_total", "Crawled pages applied to the cash state.")
-
-
-def followed_links(msg: pb.PageLinks, page_fp: int, follow_external: bool) -> tuple[list[int], list[str]]:
-    """Fingerprints and URLs of the distinct links cash flows over: followable, not to the page itself.
-
-    Links arrive normalised by the extractor, so they are fingerprinted as they are.
-    """
-    if msg.nofollow:
-        return [], []
-    bad, external = pb.LINK_CLASS_BAD, pb.LINK_CLASS_EXTERNAL
-    urls = [
-        link.url for link in msg.links
-        if link.url and not link.nofollow and link.link_class != bad
-        and (follow_external or link.link_class != external)
-    ]
-    distinct = dict(zip(fingerprints(urls), urls, strict=True))
-    distinct.pop(page_fp, None)
-    return list(distinct), list(distinct.values())
 
 
 def page_key(raw: str, record_key: str) -> tuple[str, int]:
@@ -84,7 +67,11 @@ class ImportanceHandler:
             if record.topic is PAGE_LINKS:
                 msg: pb.PageLinks = record.value
                 url, fp = page_key(msg.url, record.key)
-                plan.append((record, (fp, url, *followed_links(msg, fp, self._follow_external))))
+                try:
+                    keys, urls = followed(msg, fp, self._follow_external)
+                except ValueError as exc:
+                    raise PoisonMessage(f"page links for {url[:200]!r}: {exc}") from exc
+                plan.append((record, (fp, url, keys, urls)))
             elif record.topic is CASH_TRANSFERS:
                 plan.append((record, None))
         parts = iter(owners([k for _, v in plan if v is not None for k in v[2]], owned.partitions))

@@ -25,12 +25,6 @@ def fingerprint(normalized_url: str) -> int:
     return first
 
 
-def fingerprints(normalized_urls: Sequence[str]) -> list[int]:
-    """``fingerprint`` of each URL."""
-    hash64 = mmh3.hash64
-    return [hash64(url.encode("utf-8"), 0, True, True)[0] for url in normalized_urls]
-
-
 def key_text(fp: int) -> str:
     """The fingerprint as the topics' key: 16 lowercase hex digits (equals ``url_key``)."""
     return f"{fp & 0xFFFFFFFFFFFFFFFF:016x}"

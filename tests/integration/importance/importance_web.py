@@ -13,6 +13,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from libs.common.db.pool import Database
+from libs.common.followed_links import fill_followed
 from libs.common.kafka.consumer import Record
 from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
 from libs.common.wire import messages as pb
@@ -43,7 +44,10 @@ def page_links(node: int, fetched_at_ms: int = 1_700_000_000_000) -> pb.PageLink
     if node % 11 == 0:  # never followed: no cash may flow over them
         links.append(pb.Link(url="javascript:void(0)", link_class=pb.LINK_CLASS_BAD, bad_reason="unsupported_scheme"))
         links.append(pb.Link(url=f"{url}secret", link_class=pb.LINK_CLASS_INTERNAL, nofollow=True))
-    return pb.PageLinks(url=url, host=hosts_of(url), fetched_at_ms=fetched_at_ms, links=links)
+    msg = pb.PageLinks(url=url, host=hosts_of(url), fetched_at_ms=fetched_at_ms, links=links)
+    if node % 2 == 0:  # as the extractor sends them; odd pages as sent before the followed lists existed
+        fill_followed(msg)
+    return msg
 
 
 def partition_of(url: str) -> int:

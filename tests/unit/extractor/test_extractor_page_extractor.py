@@ -9,7 +9,7 @@ import pytest
 
 from libs.common.errors import PoisonMessage
 from libs.common.settings import load_settings
-from libs.common.urls import UrlSettings
+from libs.common.urls import UrlSettings, url_fingerprint
 from libs.common.wire import messages as pb
 from services.extractor.page_extractor import (
     Extracted,
@@ -109,6 +109,20 @@ def test_publish_time_of_day_and_the_fetch_bound() -> None:
     future = '<meta property="article:published_time" content="2026-09-01T00:00:00Z">'
     out = extract_page(fetch_result(ARTICLE.replace("<title>", future + "<title>")))
     assert out.document.published_at_ms < FETCHED_AT_MS  # not after the fetch: the next candidate wins
+
+
+def test_page_links_carry_the_followed_links_for_the_importance_service() -> None:
+    page = extract_page(fetch_result(ARTICLE)).links
+    by_url = dict(zip(page.followed_urls, page.followed_external, strict=True))
+    assert by_url == {
+        "https://news.example.com/": False,
+        "https://news.example.com/local/": False,
+        "https://engineering.example.org/reports/iron-bridge": True,
+        "https://news.example.com/2026/02/bridge?page=2": False,
+    }  # not the page itself (its canonical link), not the trapped calendar, not javascript:
+    assert list(page.followed_fingerprints) == [url_fingerprint(u) for u in page.followed_urls]
+    nofollow = ARTICLE.replace("<title>", '<meta name="robots" content="nofollow"><title>')
+    assert list(extract_page(fetch_result(nofollow)).links.followed_urls) == []
 
 
 def test_messages_survive_the_wire() -> None:

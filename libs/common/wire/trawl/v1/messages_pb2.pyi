@@ -410,6 +410,9 @@ class PageLinks(_message.Message):
     CANONICAL_URL_FIELD_NUMBER: _builtins.int
     FINAL_URL_FIELD_NUMBER: _builtins.int
     LINKS_TRUNCATED_FIELD_NUMBER: _builtins.int
+    FOLLOWED_FINGERPRINTS_FIELD_NUMBER: _builtins.int
+    FOLLOWED_URLS_FIELD_NUMBER: _builtins.int
+    FOLLOWED_EXTERNAL_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     fetched_at_ms: _builtins.int
@@ -424,6 +427,23 @@ class PageLinks(_message.Message):
     """the page had more distinct links than the extractor keeps"""
     @_builtins.property
     def links(self) -> _containers.RepeatedCompositeFieldContainer[Global___Link]: ...
+    @_builtins.property
+    def followed_fingerprints(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The links cash flows over, for the importance service, as parallel lists (reading them costs
+        a fraction of turning every Link into an object): the distinct URLs of the links that are not
+        bad and not nofollow, in order of first appearance, without the page itself; none when the
+        page is nofollow. Filled by the extractor (libs/common/followed_links.py).
+        URL fingerprint of followed_urls[i]
+        """
+
+    @_builtins.property
+    def followed_urls(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """normalised"""
+
+    @_builtins.property
+    def followed_external(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bool]:
+        """followed_urls[i] is LINK_CLASS_EXTERNAL"""
+
     def __init__(
         self,
         *,
@@ -436,10 +456,13 @@ class PageLinks(_message.Message):
         canonical_url: _builtins.str = ...,
         final_url: _builtins.str = ...,
         links_truncated: _builtins.bool = ...,
+        followed_fingerprints: _abc.Iterable[_builtins.int] | None = ...,
+        followed_urls: _abc.Iterable[_builtins.str] | None = ...,
+        followed_external: _abc.Iterable[_builtins.bool] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["canonical_url", b"canonical_url", "depth", b"depth", "fetched_at_ms", b"fetched_at_ms", "final_url", b"final_url", "host", b"host", "links", b"links", "links_truncated", b"links_truncated", "nofollow", b"nofollow", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["canonical_url", b"canonical_url", "depth", b"depth", "fetched_at_ms", b"fetched_at_ms", "final_url", b"final_url", "followed_external", b"followed_external", "followed_fingerprints", b"followed_fingerprints", "followed_urls", b"followed_urls", "host", b"host", "links", b"links", "links_truncated", b"links_truncated", "nofollow", b"nofollow", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
