@@ -451,7 +451,12 @@ def url_host(url: str) -> str:
 
 def url_fingerprint(url: str) -> int:
     """Signed 64-bit fingerprint of the normalised URL (first half of MurmurHash3 x64 128)."""
-    first: int = mmh3.hash64(normalize_url(url).encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
+    return normalized_fingerprint(normalize_url(url))
+
+
+def normalized_fingerprint(normalized: str) -> int:
+    """:func:`url_fingerprint` of a URL already in normal form (no second normalisation)."""
+    first: int = mmh3.hash64(normalized.encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
     return first
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDATES, PAGE_LINK_COUNTS
-from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
+from libs.common.urls import InvalidUrl, normalize_url, normalized_fingerprint, normalized_host
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
 from services.scheduler.priority import crawl_priority
@@ -51,7 +51,7 @@ def _checked(url: str) -> tuple[str, str, int]:
         norm = normalize_url(url)
     except InvalidUrl as exc:
         raise PoisonMessage(f"invalid URL {url[:200]!r}: {exc.reason}") from exc
-    return norm, url_host(norm), url_fingerprint(norm)
+    return norm, normalized_host(norm), normalized_fingerprint(norm)  # one normalisation, not three
 
 
 class SchedulerHandler:

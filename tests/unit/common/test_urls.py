@@ -11,6 +11,7 @@ from libs.common.urls import (
     InvalidUrl,
     UrlPolicy,
     normalize_url,
+    normalized_fingerprint,
     registered_domain,
     url_fingerprint,
     url_host,
@@ -142,6 +143,7 @@ def test_host_fingerprint_and_key() -> None:
     assert url_host("http://B\u00fccher.example/") == "xn--bcher-kva.example"
     fp = url_fingerprint("http://Example.com:80/a/../b#x")
     assert fp == url_fingerprint("http://example.com/b")
+    assert fp == normalized_fingerprint(normalize_url("http://Example.com:80/a/../b#x"))
     assert -(2**63) <= fp < 2**63
     key = url_key("http://example.com/b")
     assert len(key) == 16
