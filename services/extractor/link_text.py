@@ -131,7 +131,10 @@ class LinkText:
             len(element) == 0
             and parent is not None
             and parent.tag in BLOCK_TAGS
-            and len(parent) == 1
+            # the only child; not len(parent) == 1, which counts all of the parent's children: once
+            # per link, that made a page of many sibling links quadratic (20,000 links: 50 s)
+            and element.getprevious() is None
+            and element.getnext() is None
             and not (parent.text and not parent.text.isspace())
             and not (element.tail and not element.tail.isspace())
         ):
