@@ -1,0 +1,151 @@
+"""One crawl of a served simulated web by the whole local stack, watched from /proc and the broker.
+
+The stack is the one ``trawl demo`` runs (``cli.stack.local_stack``: the Tansu broker,
+PostgreSQL, the six services as processes under the supervisor) in a throwaway home under
+/var/tmp on free ports, with the demo's politeness settings (``cli.demo.DEMO_ENV``) and no
+WARC archive. Its fetcher reaches the web through the web's server as a proxy. While it
+crawls, a :class:`~bench.proc_usage.Sampler` reads the CPU time and memory of every
+service, of PostgreSQL (the postmaster and its backends) and of the broker, and every few
+seconds the consumer lag of each service's group is read from the broker.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.proc_usage import PartUsage, Sampler
+from bench.simweb_process import ServedWeb
+from cli.demo import DEMO_ENV
+from cli.stack import local_stack
+from cli.stack.layout import SERVICES, StackSettings, run_dir
+from libs.common.settings import load_settings
+from libs.localinfra import procs
+from libs.localinfra.pgadmin import create_database, drop_database
+from libs.simweb.request_log import RequestRecord
+
+DATABASE = "trawl_bench"
+SETTLE_SECONDS = 3.0
+LAG_EVERY_SECONDS = 3.0
+
+
+@dataclass
+class StackCrawl:
+    """What one crawl did and cost."""
+
+    log: list[RequestRecord]
+    usage: dict[str, PartUsage]
+    seconds_to_idle: float  # seeding to an idle frontier, less the settle period
+    max_lag: dict[str, int] = field(default_factory=dict)  # service -> largest total lag seen
+    mean_lag: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def low_port_block(size: int) -> int:
+    """A first port such that it and the ``size - 1`` after it are free, below the kernel's ephemeral
+    range (32768+): a port picked there can be taken by an outgoing connection before a service binds it."""
+    for _ in range(200):
+        base = random.randrange(20000, 32700 - size)
+        if all(_bindable(base + i) for i in range(size)):
+            return base
+    raise RuntimeError("no block of free ports below 32768")
+
+
+def stack_env(home: Path) -> dict[str, str]:
+    """This process's environment without any TRAWL_ setting, plus a home and ports of its own."""
+    base = low_port_block(len(SERVICES) + 2)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
+    env.update({
+        "TRAWL_HOME": str(home),
+        "TRAWL_LOCAL_BROKER_PORT": str(base),
+        "TRAWL_LOCAL_POSTGRES_PORT": str(base + 1),
+        "TRAWL_LOCAL_GRPC_BASE_PORT": str(base + 2),
+        "TRAWL_LOCAL_METRICS_BASE_PORT": "0",
+    })
+    return env
+
+
+def _pid(path: Path) -> int:
+    pid = procs.read_pid(path)
+    if pid is None:
+        raise RuntimeError(f"no pid in {path}")
+    return pid
+
+
+def stack_parts(settings: StackSettings) -> dict[str, tuple[int, bool]]:
+    """Root pid of every part of a running local stack (PostgreSQL with its backends)."""
+    parts = {name: (_pid(run_dir(settings) / f"{name}.pid"), False) for name in SERVICES}
+    postmaster = local_stack._postgres(settings).pid()  # the stack's own server, found as `trawl down` finds it
+    broker = local_stack._broker(settings).pid()
+    if postmaster is None or broker is None:
+        raise RuntimeError("the stack's PostgreSQL or broker is not running")
+    parts["postgres"] = (postmaster, True)
+    parts["broker"] = (broker, False)
+    return parts
+
+
+def crawl_with_stack(web: ServedWeb, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
+                     timeout: float = 900.0, watch_lag: bool = True) -> StackCrawl:
+    home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
+    home.chmod(0o755)  # the PostgreSQL account must be able to enter it
+    env = stack_env(home)
+    settings = load_settings(StackSettings, env)
+    try:
+        admin_dsn = local_stack.ensure_postgres(settings, env)
+        drop_database(admin_dsn, DATABASE)
+        create_database(admin_dsn, DATABASE)
+        stack_env_ = {**env, **DEMO_ENV, "TRAWL_FETCHER_PROXY": web.proxy, "TRAWL_TOPIC_PREFIX": "bench.",
+                      "TRAWL_FETCHER_WARC_DIR": "", **(overrides or {})}
+        state = local_stack.up(settings, stack_env_, database=DATABASE)
+        sampler = Sampler({**stack_parts(settings), "simweb": (web.pid, False)})
+        sampler.start()
+        lags: dict[str, list[int]] = {}
+        with local_stack.admin_client(settings, state) as admin:
+            sampler.mark()
+            started = time.monotonic()
+            admin.add_seeds(seeds)
+            idle_since: float | None = None
+            next_lag = started + LAG_EVERY_SECONDS
+            while True:
+                stats = admin.stats()
+                now = time.monotonic()
+                if now - started > timeout:
+                    raise TimeoutError(f"the crawl did not finish within {timeout:.0f} s: {stats}")
+                if stats["frontier"].get("queued", 0) + stats["in_flight"] == 0 and stats["fetched"] > 0:
+                    idle_since = idle_since or now
+                    if now - idle_since >= SETTLE_SECONDS:
+                        break
+                else:
+                    idle_since = None
+                if watch_lag and now >= next_lag:
+                    for service, lag in local_stack.lag_by_group(settings).items():
+                        lags.setdefault(service, []).append(lag)
+                    next_lag = time.monotonic() + LAG_EVERY_SECONDS
+                time.sleep(0.25)
+            seconds = (idle_since or now) - started
+        usage = sampler.stop()
+        return StackCrawl(
+            log=web.log(), usage=usage, seconds_to_idle=seconds, stats=stats,
+            max_lag={s: max(v) for s, v in lags.items() if v},
+            mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v},
+        )
+    finally:
+        local_stack.down(settings)
+        shutil.rmtree(home, ignore_errors=True)
