@@ -71,7 +71,10 @@ def followed(msg: pb.PageLinks, page_fp: int, follow_external: bool) -> tuple[li
         if not len(fps) == len(urls) == len(externals):
             raise ValueError("page links with followed lists of different lengths")
         if follow_external:
-            distinct = dict(zip(fps, urls, strict=True))
+            keys, targets = list(fps), list(urls)
+            if page_fp not in keys and len(set(keys)) == len(keys):  # as the extractor writes them
+                return keys, targets
+            distinct = dict(zip(keys, targets, strict=True))
         else:
             distinct = {fp: url for fp, url, ext in zip(fps, urls, externals, strict=True) if not ext}
     else:

@@ -78,3 +78,10 @@ def test_lists_of_different_lengths_are_refused() -> None:
                        followed_fingerprints=[url_fingerprint("https://b.example/")])
     with pytest.raises(ValueError, match="different lengths"):
         followed(msg, url_fingerprint(PAGE), True)
+
+
+def test_repeats_and_the_page_itself_in_the_lists_are_left_out() -> None:
+    urls = ["https://b.example/", PAGE, "https://b.example/"]
+    msg = pb.PageLinks(url=PAGE, followed_urls=urls, followed_external=[True, False, True],
+                       followed_fingerprints=normalized_url_fingerprints(urls))
+    assert followed(msg, url_fingerprint(PAGE), True)[1] == ["https://b.example/"]
