@@ -9,21 +9,28 @@ one request per host), with the same number of requests in flight:
 * Trawl: :class:`~services.fetcher.fetch_core.FetchCore` as the service wires it:
   robots.txt checked for every URL, per-host politeness (minimum delay, k = 10 times the
   response time, one request in flight per host), the body read and decoded within the
-  cap and the minimum rate, the SSRF guard with the simulated web allow-listed; with
-  ``--encode`` also the worker's compression of the body for the fetch result, with
-  ``--warc`` the WARC archive;
+  cap and the minimum rate, the SSRF guard with the simulated web allow-listed. With
+  ``--path service`` (the default) each fetch then goes through the service's
+  :class:`~services.fetcher.worker.FetchWorker` publishing step: the fetch result (body
+  in the ``--codec`` of ``TRAWL_FETCHER_BODY_CODEC``, within the largest message), the
+  fetch outcome and any redirect discoveries produced to a local Tansu broker with the
+  service's producer settings (lz4 batches, the fetcher's linger), flushed at the end of
+  the timed pass (decoding the fetch requests from the broker is not included); with
+  ``--path encode`` only the body encoding, without a broker; with ``--path fetch`` the
+  fetching alone. ``--warc`` adds the WARC archive;
 * baseline: one ``aiohttp.ClientSession``, ``GET`` and ``read()`` per URL, nothing else.
 
 Each Trawl repetition starts a fresh fetcher and first fetches every host's robots.txt
 and lets its gap pass (untimed: a crawl's steady state, robots.txt cached and hosts
 free); the figure is 2xx pages per second of the page pass, median of interleaved
 repetitions. Printed beside it: the rate counting that robots.txt pass too, the time
-requests spent waiting for their host's gap (0 means politeness did not bind), and the
-client CPU per page of both (the machine may be shared: CPU per page is steadier than
-wall time).
+requests spent waiting for their host's gap (0 means politeness did not bind), the
+client CPU per page of both (the process's, librdkafka's and the WARC writer's threads
+included; the machine may be shared: CPU per page is steadier than wall time), the
+broker's CPU per page and the machine's load.
 
     .venv/bin/python -m bench.fetcher_throughput [--hosts 3000 --pages-per-host 4 --concurrency 64]
-        [--encode] [--warc]
+        [--path service|encode|fetch] [--codec identity|zlib] [--linger-ms 100] [--warc]
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -45,17 +54,25 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bench.harness import Comparison, base_parser, interleaved, report
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
+from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_RESULTS
+from libs.common.wire import messages as pb
+from libs.localinfra import LocalBroker, create_topics
 from libs.localinfra.ports import free_port
 from libs.simweb import SimClock, SimWebConfig, SimWebServer, build_web
 from libs.simweb import web as simweb_pages
 from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
+from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
 from services.fetcher.http_client import HttpFetcher
 from services.fetcher.politeness import HostPoliteness
+from services.fetcher.result_body import BODY_CODECS, encode_body
 from services.fetcher.robots import RobotsCache
+from services.fetcher.settings import FetcherSettings
 from services.fetcher.warc_archive import WarcArchive
-from services.fetcher.worker import encode_body
+from services.fetcher.worker import FetchWorker
 
 MIN_DELAY = 0.25
 RESPONSE_TIME_FACTOR = 10.0
@@ -115,9 +132,49 @@ class TrawlRun:
     rate_with_robots: float
     politeness_wait: float
     cpu_ms_per_page: float
+    broker_cpu_ms_per_page: float
 
 
-async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, encode: bool,
+@dataclass(frozen=True)
+class Publishing:
+    """Where Trawl's fetches go after the fetch: ``path`` (service, encode or fetch) and the body codec."""
+
+    path: str
+    codec: str
+    linger_ms: int
+    broker: LocalBroker | None = None
+
+
+@asynccontextmanager
+async def worker_for(core: FetchCore, clock: SystemClock, publishing: Publishing) -> AsyncIterator[
+        tuple[FetchWorker | None, TopicProducer | None]]:
+    """The service's worker and producer on fresh topics of the broker (service path), else nothing."""
+    if publishing.path != "service" or publishing.broker is None:
+        yield None, None
+        return
+    kafka = KafkaSettings(bootstrap=publishing.broker.bootstrap, topic_prefix=f"bench_{uuid.uuid4().hex[:8]}.",
+                          lag_metrics_interval_ms=0, linger_ms=publishing.linger_ms)
+    create_topics(kafka.bootstrap, [(kafka.topic(t.name), t.partitions)
+                                    for t in (FETCH_RESULTS, FETCH_OUTCOMES, DISCOVERED_URLS)])
+    producer = TopicProducer(kafka, "bench-fetcher")
+    await producer.start()
+    try:
+        yield FetchWorker(core, producer, clock, discoveries=DiscoveryPublisher(producer),
+                          body_codec=publishing.codec, max_message_bytes=kafka.max_message_bytes), producer
+    finally:
+        await producer.stop()
+
+
+def broker_cpu(broker: LocalBroker | None) -> float:
+    """CPU seconds the broker process has used so far (0 without one)."""
+    pid = broker.pid() if broker is not None else None
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime
+
+
+async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publishing: Publishing,
                         warc_dir: Path | None) -> TrawlRun:
     clock = SystemClock()
     archive = WarcArchive(warc_dir) if warc_dir is not None else None
@@ -133,27 +190,40 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, encode
                                 response_time_factor=RESPONSE_TIME_FACTOR, max_backoff=600.0, park_after_failures=10)
     robots = RobotsCache(polite_robots_fetch(http, politeness), user_agent_token="trawl", clock=clock)
     core = FetchCore(http, robots, politeness, clock)
+    serial = iter(range(1 << 62))
 
     async def fetch_robots(origin: str) -> bool:
         return (await robots.policy(origin)).kind != "disallow_all"
 
-    async def fetch_one(url: str) -> bool:
-        attempt = await core.fetch(url)
-        if encode and attempt.response is not None:
-            encode_body(attempt.response.body)  # what the worker does for the fetch result
-        return attempt.outcome == "ok"
-
     try:
-        hosts = sorted({urlsplit(u).hostname or "" for u in urls})
-        started = time.perf_counter()
-        await run_all([f"http://{h}" for h in hosts], concurrency, fetch_robots)
-        await asyncio.sleep(max(0.0, max(politeness.next_allowed_at(h) for h in hosts) - clock.now()))
-        warm_up = time.perf_counter() - started
-        waited, cpu = politeness.stats.wait_seconds, time.process_time()
-        rate = await run_all(urls, concurrency, fetch_one)
-        cpu = time.process_time() - cpu
-        return TrawlRun(rate, len(urls) / (warm_up + len(urls) / rate), politeness.stats.wait_seconds - waited,
-                        cpu / len(urls) * 1000)
+        async with worker_for(core, clock, publishing) as (worker, producer):
+
+            async def fetch_one(url: str) -> bool:
+                attempt = await core.fetch(url)
+                if worker is not None:  # what FetchWorker.handle does after the fetch
+                    host = urlsplit(url).hostname or ""
+                    worker.publish(pb.FetchRequest(url=url, host=host, request_id=f"r{next(serial)}", attempt=1),
+                                   attempt)
+                elif publishing.path == "encode" and attempt.response is not None:
+                    encode_body(attempt.response.body, publishing.codec)
+                return attempt.outcome == "ok"
+
+            hosts = sorted({urlsplit(u).hostname or "" for u in urls})
+            started = time.perf_counter()
+            await run_all([f"http://{h}" for h in hosts], concurrency, fetch_robots)
+            await asyncio.sleep(max(0.0, max(politeness.next_allowed_at(h) for h in hosts) - clock.now()))
+            warm_up = time.perf_counter() - started
+            waited, cpu, broker = politeness.stats.wait_seconds, time.process_time(), broker_cpu(publishing.broker)
+            wall = time.perf_counter()
+            ok = await run_all(urls, concurrency, fetch_one) * (time.perf_counter() - wall)
+            if producer is not None:
+                await producer.flush()  # the service flushes before it commits its input offsets
+            elapsed = time.perf_counter() - wall
+            cpu = time.process_time() - cpu
+            broker = broker_cpu(publishing.broker) - broker
+            rate = ok / elapsed
+            return TrawlRun(rate, len(urls) / (warm_up + len(urls) / rate), politeness.stats.wait_seconds - waited,
+                            cpu / len(urls) * 1000, broker / len(urls) * 1000)
     finally:
         await http.stop()
         if archive is not None:
@@ -183,20 +253,29 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--pages-per-host", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--concurrency", type=int, default=64, help="Requests in flight, for both contenders.")
-    parser.add_argument("--encode", action="store_true", help="Also compress each body as the worker does.")
+    parser.add_argument("--path", choices=("service", "encode", "fetch"), default="service",
+                        help="After the fetch: publish as the service does (to a local broker), encode only, nothing.")
+    parser.add_argument("--codec", choices=BODY_CODECS, default=FetcherSettings().body_codec,
+                        help="Body codec of the fetch results (TRAWL_FETCHER_BODY_CODEC).")
+    parser.add_argument("--linger-ms", type=int, default=FetcherSettings().producer_linger_ms,
+                        help="The producer's linger (TRAWL_FETCHER_PRODUCER_LINGER_MS).")
     parser.add_argument("--warc", action="store_true", help="Also write every response to WARC files.")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
-async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_root: Path | None) -> Comparison:
+async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_root: Path | None,
+                  broker: LocalBroker | None) -> Comparison:
     runs: list[TrawlRun] = []
     bare_cpu: list[float] = []
+    loads: list[float] = []
+    publishing = Publishing(args.path, args.codec, args.linger_ms, broker)
 
     async def contender() -> float:
         folder = warc_root / f"run-{len(runs)}" if warc_root is not None else None
-        runs.append(await trawl_fetcher(urls, args.concurrency, proxy, encode=args.encode, warc_dir=folder))
+        loads.append(os.getloadavg()[0])
+        runs.append(await trawl_fetcher(urls, args.concurrency, proxy, publishing=publishing, warc_dir=folder))
         return runs[-1].rate
 
     async def baseline() -> float:
@@ -206,21 +285,26 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
         return rate
 
     await bare_loop(urls[: args.concurrency * 4], args.concurrency, proxy)  # untimed warm-up
-    extras = (" + result encoding" if args.encode else "") + (" + WARC" if warc_root else "")
+    extras = {"service": f" + publish ({args.codec} bodies, lz4 batches, linger {args.linger_ms} ms) to a broker",
+              "encode": f" + {args.codec} result encoding", "fetch": ""}[args.path] + (" + WARC" if warc_root else "")
     trawl, bare = await interleaved(contender, baseline, args.repeat,
                                     (f"Trawl FetchCore, politeness on{extras}", "bare aiohttp loop"))
     hosts = len({urlsplit(u).hostname for u in urls})
     return Comparison(
         benchmark="fetcher throughput", unit="pages/s", contender=trawl, baseline=bare,
         workload={"hosts": hosts, "pages": len(urls), "concurrency": args.concurrency, "min_delay": MIN_DELAY,
-                  "response_time_factor": RESPONSE_TIME_FACTOR, "server": "simulated web, own process, no gzip"},
+                  "response_time_factor": RESPONSE_TIME_FACTOR, "server": "simulated web, own process, no gzip",
+                  "path": args.path, "codec": args.codec, "linger_ms": args.linger_ms, "warc": warc_root is not None},
         notes=[
             f"Trawl counting its robots.txt pass ({hosts} requests and each host's first gap): "
             f"{statistics.median(r.rate_with_robots for r in runs):,.1f} pages/s",
             "time Trawl's requests waited for their host's gap in the page pass: "
             f"{statistics.median(r.politeness_wait for r in runs):,.1f} s (median over repetitions)",
             f"client CPU per page: Trawl {statistics.median(r.cpu_ms_per_page for r in runs):.3f} ms, "
-            f"bare loop {statistics.median(bare_cpu):.3f} ms",
+            f"bare loop {statistics.median(bare_cpu):.3f} ms; broker CPU per Trawl page "
+            f"{statistics.median(r.broker_cpu_ms_per_page for r in runs):.3f} ms",
+            f"1-minute load at the start of Trawl's repetitions: {min(loads):.1f} to {max(loads):.1f} "
+            f"on {os.cpu_count()} CPUs",
         ],
     )
 
@@ -237,14 +321,21 @@ def main() -> None:
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     warc_root = Path(tempfile.mkdtemp(prefix="trawl-bench-warc-", dir="/var/tmp")) if args.warc else None
+    broker_root = Path(tempfile.mkdtemp(prefix="trawl-bench-broker-", dir="/var/tmp"))
+    broker = LocalBroker(broker_root / "broker", free_port()) if args.path == "service" else None
     try:
+        if broker is not None:
+            broker.ensure_started()
         assert server.stdout is not None and server.stdout.readline().strip() == "ready", "server did not start"
         urls = page_urls(web_config(args.seed, args.hosts, args.pages_per_host))
-        result = asyncio.run(compare(args, f"http://127.0.0.1:{port}", urls, warc_root))
+        result = asyncio.run(compare(args, f"http://127.0.0.1:{port}", urls, warc_root, broker))
         report(result, args.json)
     finally:
         server.terminate()
         server.wait(10)
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(broker_root, ignore_errors=True)
         if warc_root is not None:
             shutil.rmtree(warc_root, ignore_errors=True)
 

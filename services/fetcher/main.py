@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from libs.common.grpc_server import GrpcServer
@@ -76,7 +77,9 @@ async def build(env: Mapping[str, str]) -> Service:
     )
     PARKED_HOSTS.set_function(lambda: len(politeness.parked_hosts()))
     keys = PolitenessKeys(http.resolve_address if settings.politeness_by_ip else None)
-    producer = TopicProducer(kafka, "fetcher")
+    producer = TopicProducer(
+        dataclasses.replace(kafka, linger_ms=max(kafka.linger_ms, settings.producer_linger_ms)), "fetcher"
+    )
     discoveries = DiscoveryPublisher(producer)
     polite_fetch = polite_robots_fetch(http, politeness, keys)
     sitemaps = SitemapReader(polite_fetch, discoveries.sitemap, max_urls=settings.sitemap_max_urls)

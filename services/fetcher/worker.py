@@ -164,9 +164,11 @@ class FetchWorker:
         elapsed_ms = int(response.elapsed * 1000) if response else 0
         error = "" if attempt.outcome == "ok" else (attempt.detail or (response.error if response else ""))
         FETCHES.labels(attempt.outcome, f"{http_status // 100}xx" if http_status else "none").inc()
-        log.log(logging.DEBUG if attempt.outcome == "ok" else logging.INFO, "fetch %s: %s", attempt.outcome,
-                error[:300] or http_status, extra={"url": request.url, "host": request.host, "http_status": http_status,
-                                                   "outcome": attempt.outcome})
+        level = logging.DEBUG if attempt.outcome == "ok" else logging.INFO
+        if log.isEnabledFor(level):
+            log.log(level, "fetch %s: %s", attempt.outcome, error[:300] or http_status,
+                    extra={"url": request.url, "host": request.host, "http_status": http_status,
+                           "outcome": attempt.outcome})
         if response is not None:
             FETCH_SECONDS.observe(response.elapsed)
             FETCH_BYTES.inc(len(response.body))
