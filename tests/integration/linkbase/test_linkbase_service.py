@@ -244,7 +244,7 @@ async def test_sites_hosts_history_and_external_links_over_grpc(
     async with grpc.aio.insecure_channel(f"127.0.0.1:{service.grpc.port}") as channel:
         stub = linkbase_grpc.LinkbaseServiceStub(channel)
         reply = await stub.AddSites(lb_pb.AddSitesRequest(sites=[
-            lb_pb.Site(name="Site A", short_name="A", start_url="http://a.test/")]))
+            lb_pb.Site(name="Site A", short_name="A", start_url="HTTP://A.Test/?utm_source=mail")]))
         assert reply.accepted == 1
         try:
             [(key, seed)] = await discovered.wait_for(1)

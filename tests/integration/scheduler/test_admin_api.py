@@ -79,7 +79,7 @@ async def test_add_seeds_normalises_and_rejects_with_reasons(admin: Admin, front
     reply = await asyncio.to_thread(
         admin.client.add_seeds,
         [
-            "HTTP://Example.COM:80/a/../b#frag",
+            "HTTP://Example.COM:80/a/../b?utm_source=mail&fbclid=x#frag",
             " https://b.example/ ",
             "javascript:x",
             "not a url",
