@@ -26,7 +26,7 @@ import numpy as np
 import typer
 from scipy.stats import spearmanr
 
-from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, policy_order
+from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, policy_order, revisit_pass
 from cli.eval.ordering_graph import DAMPING, CrawlGraph, GraphFormatError, generate, pagerank, read_graph
 from cli.output import console, emit
 from libs.common.settings import SettingsError, load_settings
@@ -45,7 +45,7 @@ def spearman(crawl: ImportanceCrawl, crawled: list[int], rank: np.ndarray) -> fl
 
 
 def run_policy(name: str, graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings, partitions: int,
-               seed: int) -> dict[str, Any]:
+               seed: int, passes: int = 1) -> dict[str, Any]:
     """Crawls ``graph`` under one policy: PageRank shares at the marks (and, for OPIC, estimates)."""
     order, crawl = policy_order(name, graph, rank, settings, partitions, seed)
     checkpoints = [max(1, round(mark * graph.size)) for mark in MARKS]
@@ -68,19 +68,24 @@ def run_policy(name: str, graph: CrawlGraph, rank: np.ndarray, settings: Importa
             at_marks.append(spearman(crawl, crawled, rank))
     result: dict[str, Any] = {"pagerank_share": shares}
     if crawl is not None:
-        result["spearman"] = {"at_marks": at_marks, "all_crawled": spearman(crawl, crawled, rank),
-                              "crawled": len(crawled)}
+        after_passes = [spearman(crawl, crawled, rank)]
+        step = len(crawled)
+        for _ in range(passes - 1):
+            step = revisit_pass(crawl, crawled, step)
+            after_passes.append(spearman(crawl, crawled, rank))
+        result["spearman"] = {"at_marks": at_marks, "all_crawled": after_passes[0], "crawled": len(crawled),
+                              "after_passes": after_passes}
         result["conservation"] = {"accounted": crawl.accounted(), "total": 100.0}
     return result
 
 
 def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: ImportanceSettings | None = None,
-             partitions: int = 1, seed: int = 1) -> dict[str, Any]:
+             partitions: int = 1, seed: int = 1, passes: int = 1) -> dict[str, Any]:
     """The ``--json`` object (less ``generated``) for ``graph``."""
     settings = settings or ImportanceSettings()
     rank = pagerank(graph, DAMPING)
     wanted = tuple(dict.fromkeys((*policies, "omniscient")))
-    runs = {name: run_policy(name, graph, rank, settings, partitions, seed) for name in wanted}
+    runs = {name: run_policy(name, graph, rank, settings, partitions, seed, passes) for name in wanted}
     best = runs["omniscient"]["pagerank_share"]
     return {
         "graph": {"nodes": graph.size, "edges": graph.edges, "seeds": len(graph.seeds),
@@ -88,6 +93,7 @@ def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: 
         "marks": list(MARKS),
         "damping": DAMPING,
         "partitions": partitions,
+        "passes": passes,
         "pagerank_share": {name: run["pagerank_share"] for name, run in runs.items()},
         "ratio_to_omniscient": {
             name: [s / b if b else None for s, b in zip(run["pagerank_share"], best, strict=True)]
@@ -98,6 +104,7 @@ def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: 
         "settings": {
             "virtual_share": settings.virtual_share, "virtual_to_all": settings.virtual_to_all,
             "home_weight": settings.home_weight, "index_weight": settings.index_weight,
+            "page_weight": settings.page_weight,
             "site_size_exponent": settings.site_size_exponent, "announce_growth": settings.announce_growth,
             "announce_min_change": settings.announce_min_change,
         },
@@ -113,6 +120,9 @@ def _rows(result: dict[str, Any]) -> list[list[Any]]:
         cells = ["-" if v is None else f"{v:.3f}" for v in sp["at_marks"]]
         final = "-" if sp["all_crawled"] is None else f"{sp['all_crawled']:.3f}"
         rows.append([f"spearman {name} (all crawled: {final})", *cells])
+        for number, value in enumerate(sp["after_passes"][1:], start=2):
+            rows.append([f"spearman {name} after pass {number}: {'-' if value is None else f'{value:.3f}'}",
+                         *[""] * len(cells)])
     return rows
 
 
@@ -128,6 +138,8 @@ def register(app: typer.Typer) -> None:
         save_seeds: Path | None = typer.Option(None, "--save-seeds", help="Generated graph: write its seeds here."),
         partitions: int = typer.Option(1, "--partitions", help="Split AOPIC's state as the service's partitions."),
         policies: str = typer.Option(",".join(POLICIES), "--policies", help="Comma-separated policies to run."),
+        passes: int = typer.Option(1, "--passes", help="OPIC policies: after the first pass, revisit every page"
+                                   " once more per extra pass (most cash first) and report Spearman after each."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Share of PageRank captured after 10/20/30/50% crawled per policy; AOPIC estimates vs PageRank."""
@@ -146,13 +158,13 @@ def register(app: typer.Typer) -> None:
                 graph = read_graph(graph_file, seeds_file)
             else:
                 raise GraphFormatError("give --graph and --seeds, or --generate N")
-            if partitions < 1:
-                raise GraphFormatError("--partitions must be at least 1")
+            if partitions < 1 or passes < 1:
+                raise GraphFormatError("--partitions and --passes must be at least 1")
             settings = load_settings(ImportanceSettings, os.environ)
         except (OSError, GraphFormatError, SettingsError) as exc:
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from exc
-        result = evaluate(graph, wanted, settings, partitions, seed)
+        result = evaluate(graph, wanted, settings, partitions, seed, passes)
         result["generated"] = generated
         marks = [f"{int(m * 100)}% crawled" for m in MARKS]
         emit(as_json, result, "PageRank share captured (ratio to omniscient)", ["policy", *marks], _rows(result))

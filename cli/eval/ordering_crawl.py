@@ -117,6 +117,20 @@ def importance_order(crawl: ImportanceCrawl) -> Iterator[int]:
                 heapq.heappush(heap, (-value, keys[other], other))
 
 
+def revisit_pass(crawl: ImportanceCrawl, crawled: list[int], start: int) -> int:
+    """Crawls every page of ``crawled`` once more, most cash first (as it stands when the pass starts).
+
+    A model of the revisits a continuous crawl makes once every page was crawled: each one
+    passes on the cash the page received since its last visit. Times go on from ``start``
+    (one second per fetch, as in the first pass); returns the time after the pass.
+    """
+    step = start
+    for node in sorted(crawled, key=lambda n: (-crawl.cash(n), crawl.keys[n])):
+        step += 1
+        crawl.visit(node, float(step))
+    return step
+
+
 def breadth_first(graph: CrawlGraph) -> Iterator[int]:
     seen = bytearray(graph.size)
     queue = list(dict.fromkeys(graph.seeds))

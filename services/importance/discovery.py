@@ -9,8 +9,11 @@ the crawl already knows about a URL, without fetching it:
 * the size of its site as known so far (URLs of the host seen in this partition).
 
 Home and index pages are linked from every page of their site (navigation), so their
-importance grows with the site's size; other pages get weight 1 and are ranked by the
-cash their in-links bring. ``docs/evaluation.md`` gives the figures behind the defaults.
+importance grows with the site's size; other pages get a fixed weight (1 in textbook AOPIC)
+and are otherwise ranked by the cash their in-links bring; with weight 0 they get none of
+the virtual page's cash for discovery, only what their in-links bring, so the time a page
+waited in the frontier does not add to its estimate. ``docs/evaluation.md`` gives the
+figures behind the defaults.
 """
 
 from __future__ import annotations
@@ -56,26 +59,32 @@ def url_host_of_normalized(url: str) -> str:
 
 @dataclass(frozen=True)
 class DiscoveryWeights:
-    """weight = base of the kind x (known site size) ** exponent for home and index pages, 1 otherwise."""
+    """weight = base of the kind x (known site size) ** exponent for home and index pages, ``page`` otherwise."""
 
     home: float = 256.0
     index: float = 16.0
     site_size_exponent: float = 1.0
+    page: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.home <= 0 or self.index <= 0 or self.site_size_exponent < 0:
-            raise ValueError(f"discovery weights must be positive, exponent >= 0: {self}")
+        if self.home <= 0 or self.index <= 0 or self.site_size_exponent < 0 or self.page < 0:
+            raise ValueError(f"discovery weights must be positive (page: >= 0), exponent >= 0: {self}")
 
     @property
     def uniform(self) -> bool:
-        return self.home == 1.0 and self.index == 1.0 and self.site_size_exponent == 0.0
+        return self.home == 1.0 and self.index == 1.0 and self.site_size_exponent == 0.0 and self.page == 1.0
+
+    @property
+    def smallest(self) -> float:
+        """The smallest positive weight a page can have (home and index pages have at least their base)."""
+        return min(w for w in (self.home, self.index, self.page) if w > 0)
 
     def weight(self, kind: int, site_size: int) -> float:
         if kind == UrlKind.PAGE:
-            return 1.0
+            return self.page
         base = self.home if kind == UrlKind.HOME else self.index
         return base * math.pow(max(1, site_size), self.site_size_exponent)
 
 
-UNIFORM = DiscoveryWeights(home=1.0, index=1.0, site_size_exponent=0.0)
+UNIFORM = DiscoveryWeights(home=1.0, index=1.0, site_size_exponent=0.0, page=1.0)
 """Textbook AOPIC: the virtual page gives every uncrawled page the same share."""

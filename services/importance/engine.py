@@ -257,7 +257,9 @@ class OpicEngine:
         t = self.totals
         if t.virtual == 0.0 or not self.config.virtual_page:
             return
-        to_all = t.virtual * self.config.virtual_to_all if t.weight_new > 0 else t.virtual
+        # weight_new is a running sum: once no uncrawled page has a weight, what is left is rounding
+        weighted = t.weight_new >= 0.5 * self.config.weights.smallest
+        to_all = t.virtual * self.config.virtual_to_all if weighted else t.virtual
         to_new = t.virtual - to_all
         if to_new > 0.0:
             t.div_new += to_new / t.weight_new

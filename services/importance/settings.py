@@ -46,6 +46,11 @@ class ImportanceSettings:
         "TRAWL_IMPORTANCE_INDEX_WEIGHT", 16.0,
         "Discovery weight of a directory index page (path ending in /), times its known site size.",
     )
+    page_weight: float = setting(
+        "TRAWL_IMPORTANCE_PAGE_WEIGHT", 1.0,
+        "Discovery weight of any other page (1: textbook AOPIC; 0: such a page gets no cash from the virtual"
+        " page, only from its in-links).",
+    )
     site_size_exponent: float = setting(
         "TRAWL_IMPORTANCE_SITE_SIZE_EXPONENT", 1.0,
         "Exponent of the known site size (URLs of the host) in the discovery weight of home and index pages;"
@@ -82,7 +87,7 @@ class ImportanceSettings:
             virtual_share=self.virtual_share,
             virtual_to_all=self.virtual_to_all,
             window_seconds=self.window_days * DAY,
-            weights=DiscoveryWeights(self.home_weight, self.index_weight, self.site_size_exponent),
+            weights=DiscoveryWeights(self.home_weight, self.index_weight, self.site_size_exponent, self.page_weight),
             announce_growth=self.announce_growth,
             announce_min_change=self.announce_min_change,
             partitions=partitions,

@@ -16,7 +16,7 @@ from cli.eval.ordering_crawl import POLICIES
 from cli.eval.ordering_graph import CrawlGraph, GraphFormatError, generate, pagerank, read_graph
 from cli.main import app
 
-KEYS = {"graph", "marks", "damping", "partitions", "pagerank_share", "ratio_to_omniscient", "spearman",
+KEYS = {"graph", "marks", "damping", "partitions", "passes", "pagerank_share", "ratio_to_omniscient", "spearman",
         "conservation", "settings", "generated"}
 
 
@@ -84,6 +84,16 @@ def test_partitions_split_the_state_without_losing_cash() -> None:
     assert result["partitions"] == 4
 
 
+def test_further_passes_revisit_every_page_and_conserve_cash() -> None:
+    graph, _ = generate(3000, 5, 5)
+    result = evaluate(graph, ("aopic",), seed=5, passes=3)
+    spearman = result["spearman"]["aopic"]
+    assert result["passes"] == 3 and len(spearman["after_passes"]) == 3
+    assert spearman["after_passes"][0] == spearman["all_crawled"]
+    assert spearman["after_passes"][2] > spearman["after_passes"][0]  # revisits pass on the cash left behind
+    assert math.isclose(result["conservation"]["aopic"]["accounted"], 100.0, rel_tol=1e-9)
+
+
 def test_the_command_prints_the_documented_json(tmp_path: Path) -> None:
     saved_graph, saved_seeds = tmp_path / "g.txt", tmp_path / "s.txt"
     runner = CliRunner()
@@ -93,7 +103,8 @@ def test_the_command_prints_the_documented_json(tmp_path: Path) -> None:
     payload: dict[str, Any] = json.loads(out.output)
     assert set(payload) == KEYS
     assert payload["generated"] == {"pages": 2000, "seed": 3, "seed_hosts": 10}
-    assert set(payload["spearman"]["aopic"]) == {"at_marks", "all_crawled", "crawled"}
+    assert set(payload["spearman"]["aopic"]) == {"at_marks", "all_crawled", "crawled", "after_passes"}
+    assert payload["spearman"]["aopic"]["after_passes"] == [payload["spearman"]["aopic"]["all_crawled"]]
 
     again = runner.invoke(app, ["eval", "ordering", "--graph", str(saved_graph), "--seeds", str(saved_seeds),
                                 "--seed", "3", "--json"])

@@ -41,5 +41,9 @@ def test_weights_grow_with_the_site_for_home_and_index_pages_only() -> None:
     assert w.weight(UrlKind.PAGE, 5) == 1.0
     assert w.weight(UrlKind.HOME, 0) == 10.0
     assert UNIFORM.uniform and not w.uniform
+    assert DiscoveryWeights(page=0.25).weight(UrlKind.PAGE, 5) == 0.25
+    assert DiscoveryWeights(home=10.0, index=3.0, page=0.0).smallest == 3.0
     with pytest.raises(ValueError):
         DiscoveryWeights(home=0.0)
+    with pytest.raises(ValueError):
+        DiscoveryWeights(page=-1.0)

@@ -133,6 +133,20 @@ def test_home_and_index_pages_get_dividends_by_weight_and_site_size() -> None:
     assert_conserved(e)
 
 
+def test_pages_of_weight_zero_get_no_discovery_dividends_until_no_weighted_page_is_left() -> None:
+    e = OpicEngine(OpicConfig(weights=DiscoveryWeights(4.0, 2.0, 0.0, page=0.0), virtual_share=0.5), 100.0)
+    home = e.add(1, "h.example", UrlKind.HOME)
+    a, b = e.add(2, "h.example", PAGE), e.add(3, "h.example", PAGE)
+    e.distribute()
+    assert e.effective_cash(home) == pytest.approx(100.0) and e.effective_cash(a) == 0.0
+    crawl(e, home, [a, b])  # 50 over the two links; the virtual half has no weighted page left: to all three
+    assert e.effective_cash(a) == pytest.approx(25.0 + 50.0 / 3) == e.effective_cash(b)
+    assert e.effective_cash(home) == pytest.approx(50.0 / 3)
+    assert_conserved(e)
+    crawl(e, a, [])
+    assert_conserved(e)
+
+
 def test_a_watched_home_page_is_due_again_once_its_cash_doubled() -> None:
     e = OpicEngine(OpicConfig(weights=DiscoveryWeights(4.0, 2.0, 0.0)), 100.0)
     home = e.add(1, "a.example", UrlKind.HOME, "http://a.example/")
@@ -212,11 +226,10 @@ OPS = st.lists(
     to_all=st.sampled_from([0.0, 0.3, 1.0]),
     share=st.sampled_from([0.0, 0.15, 1.0]),
     window=st.sampled_from([math.inf, 5.0]),
-    weighted=st.booleans(),
+    weights=st.sampled_from([UNIFORM, DiscoveryWeights(64.0, 8.0, 1.0), DiscoveryWeights(64.0, 8.0, 1.0, page=0.0)]),
 )
 def test_cash_is_conserved_through_any_sequence(ops: list[tuple[str, int, list[int], float]], to_all: float,
-                                                share: float, window: float, weighted: bool) -> None:
-    weights = DiscoveryWeights(64.0, 8.0, 1.0) if weighted else UNIFORM
+                                                share: float, window: float, weights: DiscoveryWeights) -> None:
     config = OpicConfig(virtual_share=share, virtual_to_all=to_all, window_seconds=window, weights=weights)
     e = OpicEngine(config, 100.0)
     shard = Shard(0, e)
