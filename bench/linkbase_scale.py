@@ -30,11 +30,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import statistics
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import mmh3
@@ -64,6 +66,7 @@ NAV = 25
 LINKS_PER_PAGE = 50
 SEEN_BATCH = 10_000
 CHUNK = LinkbaseSettings().write_chunk
+GROUPS = LinkbaseSettings().write_groups
 FETCHED_AT_MS = 1_700_000_000_000
 
 # A server sized like a production one for this machine (24 GiB): the defaults (128 MB of
@@ -213,45 +216,92 @@ def seen_batches(stored_pages: int, batches: int, salt: int) -> list[list[UrlRef
     return out
 
 
+def _cpu_seconds(stat: str) -> float:
+    fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, ...; utime, stime are 12, 13
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds(postmaster: int) -> float:
+    """CPU-seconds used so far by the server's processes (backends, WAL writer, checkpointer, ...)."""
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # the process ended
+            continue
+        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if ppid == postmaster or int(entry.name) == postmaster:
+            total += _cpu_seconds(stat)
+    return total
+
+
 class Size:
     """One stored graph (its own database) and the figures measured on it."""
 
     def __init__(self, dsn: str, stored_pages: int, rounds: int, pages: int, seen_rounds: int, revisit: bool) -> None:
         self.stored_pages = stored_pages
-        self.db = Database(DatabaseSettings(dsn=dsn, pool_max=2), "bench-scale")
+        self.db = Database(DatabaseSettings(dsn=dsn, pool_max=GROUPS + 1), "bench-scale")
         self.store = LinkStore(self.db)
-        first = stored_pages - (2 * rounds + 1) * pages
-        self.warm, *self.inserts = insert_batches(first, 2 * rounds + 1, pages, revisit)
+        first = stored_pages - (3 * rounds + 1) * pages
+        self.warm, *self.inserts = insert_batches(first, 3 * rounds + 1, pages, revisit)
         self.warm_seen, *self.checks = seen_batches(stored_pages, seen_rounds + 1, stored_pages + 7)
         self.rates: list[float] = []
+        self.one_writer_rates: list[float] = []
         self.write_rates: list[float] = []
         self.cpu_rates: list[float] = []
+        self.pg_cpu_rates: list[float] = []
+        self.one_writer_pg_cpu_rates: list[float] = []
         self.check_rates: list[float] = []
         self.found = 0
+        self.postmaster = 0
 
     async def warm_up(self) -> None:
         """Untimed: first connections, plans, caches."""
         await self.db.start()
-        await self.store.write(build_batch(self.warm))
+        await write_pipelined(self.store, self.warm, CHUNK, GROUPS)
         async with self.db.connection() as conn:
             await seen(conn, self.warm_seen)
+            cur = await conn.execute("SELECT pg_backend_pid()")
+            row = await cur.fetchone()
+            assert row is not None
+        stat = (Path("/proc") / str(row[0]) / "stat").read_text()
+        self.postmaster = int(stat[stat.rindex(")") + 2 :].split()[1])
 
-    async def insert(self, round_no: int) -> None:
-        """One batch through the handler's path, and another through the store alone."""
-        records = self.inserts[2 * round_no]
+    async def _handler_path(self, records: list[Record[Any]], groups: int) -> tuple[float, float, float]:
+        """Links per second of wall time, per CPU-second of this process and of PostgreSQL."""
         resolve.cache_clear()
         links = sum(len(r.value.links) for r in records)
+        pg_started = postgres_cpu_seconds(self.postmaster)
         started, cpu_started = time.perf_counter(), time.process_time()
-        await write_pipelined(self.store, records, CHUNK)
-        self.rates.append(links / (time.perf_counter() - started))
-        self.cpu_rates.append(links / (time.process_time() - cpu_started))
-        records = self.inserts[2 * round_no + 1]
-        batch = build_batch(records)
+        await write_pipelined(self.store, records, CHUNK, groups)
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        pg_cpu = postgres_cpu_seconds(self.postmaster) - pg_started
+        return links / elapsed, links / cpu, links / max(pg_cpu, 1e-9)
+
+    async def insert(self, round_no: int) -> None:
+        """One batch through the handler's path with host groups, one with one writer, one through the store alone.
+
+        The two handler paths take turns going first.
+        """
+        grouped, single, alone = self.inserts[3 * round_no : 3 * round_no + 3]
+        for groups in (GROUPS, 1) if round_no % 2 == 0 else (1, GROUPS):
+            rate, cpu_rate, pg_rate = await self._handler_path(grouped if groups > 1 else single, groups)
+            if groups > 1:
+                self.rates.append(rate)
+                self.cpu_rates.append(cpu_rate)
+                self.pg_cpu_rates.append(pg_rate)
+            else:
+                self.one_writer_rates.append(rate)
+                self.one_writer_pg_cpu_rates.append(pg_rate)
+        batch = build_batch(alone)
         started = time.perf_counter()
         await self.store.write(batch)
-        self.write_rates.append(sum(len(r.value.links) for r in records) / (time.perf_counter() - started))
-        print(f"  {self.stored_pages * LINKS_PER_PAGE:,} stored: insert {self.rates[-1]:,.0f} links/s"
-              f" (store alone {self.write_rates[-1]:,.0f})", file=sys.stderr)
+        self.write_rates.append(sum(len(r.value.links) for r in alone) / (time.perf_counter() - started))
+        print(f"  {self.stored_pages * LINKS_PER_PAGE:,} stored: insert {self.rates[-1]:,.0f} links/s with {GROUPS}"
+              f" host groups, {self.one_writer_rates[-1]:,.0f} with one writer (store alone"
+              f" {self.write_rates[-1]:,.0f}); load {os.getloadavg()[0]:.1f}", file=sys.stderr)
 
     async def check(self, round_no: int) -> None:
         refs = self.checks[round_no]
@@ -275,8 +325,11 @@ class Size:
             "stored_links": int(row[0]),
             "stored_urls": int(row[1]),
             "insert_links_per_s": _spread(self.rates),
+            "insert_one_writer_links_per_s": _spread(self.one_writer_rates),
             "store_write_links_per_s": _spread(self.write_rates),
             "insert_links_per_cpu_second": statistics.median(self.cpu_rates),
+            "insert_links_per_postgres_cpu_second": statistics.median(self.pg_cpu_rates),
+            "insert_one_writer_links_per_postgres_cpu_second": statistics.median(self.one_writer_pg_cpu_rates),
             "seen_checks_per_s": {**_spread(self.check_rates),
                                   "found_share": self.found / (len(self.check_rates) * SEEN_BATCH)},
             "seen_plan_uses_index": any("Index" in line for line in plan)
@@ -293,7 +346,8 @@ async def run(
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"benchmark": "linkbase_scale", "workload": {
         "hosts": HOSTS, "links_per_page": LINKS_PER_PAGE, "insert_batches": rounds, "pages_per_batch": pages,
-        "seen_batch": SEEN_BATCH, "postgres": "fsync off" if fast else "durable (fsync on)",
+        "seen_batch": SEEN_BATCH, "write_chunk": CHUNK, "write_groups": GROUPS,
+        "postgres": "fsync off" if fast else "durable (fsync on)",
         "tuning": TUNING if tuned else "defaults", "hosts_of_inserted_pages": "revisited" if revisit else "spread"},
         "sizes": []}
     with tuned_postgres(fast, tuned) as server, fresh_database(server, "bench_scale_small") as small_dsn, \
@@ -328,13 +382,16 @@ async def run(
 def print_table(results: dict[str, Any]) -> None:
     print("linkbase_scale: inserts and seen checks as the stored graph grows (medians; baseline: the smaller graph)")
     print(f"  workload: {', '.join(f'{k}={v}' for k, v in results['workload'].items())}")
-    print(f"  {'stored links':>14}  {'stored URLs':>12}  {'insert links/s':>15}  {'store alone':>12}"
-          f"  {'seen checks/s':>14}  index plan")
+    print(f"  {'stored links':>14}  {'stored URLs':>12}  {'insert links/s':>15}  {'one writer':>11}"
+          f"  {'store alone':>12}  {'links/CPU-s':>12}  {'links/PG CPU-s':>15}  {'seen checks/s':>14}  index plan")
     for size in results["sizes"]:
-        inserts, checks = size["insert_links_per_s"]["median"], size["seen_checks_per_s"]["median"]
-        alone = size["store_write_links_per_s"]["median"]
-        print(f"  {size['stored_links']:>14,}  {size['stored_urls']:>12,}  {inserts:>15,.0f}  {alone:>12,.0f}"
-              f"  {checks:>14,.0f}  {'yes' if size['seen_plan_uses_index'] else 'NO'}")
+        inserts, checks = size["insert_links_per_s"], size["seen_checks_per_s"]["median"]
+        one, alone = size["insert_one_writer_links_per_s"]["median"], size["store_write_links_per_s"]["median"]
+        print(f"  {size['stored_links']:>14,}  {size['stored_urls']:>12,}  {inserts['median']:>15,.0f}  {one:>11,.0f}"
+              f"  {alone:>12,.0f}  {size['insert_links_per_cpu_second']:>12,.0f}"
+              f"  {size['insert_links_per_postgres_cpu_second']:>15,.0f}  {checks:>14,.0f}"
+              f"  {'yes' if size['seen_plan_uses_index'] else 'NO'}")
+        print(f"  {'':>14}  {'':>12}  {inserts['min']:>7,.0f}-{inserts['max']:<7,.0f}")
     print(f"  large / small: inserts {results['insert_ratio_large_to_small']:.2f}x, "
           f"seen checks {results['seen_ratio_large_to_small']:.2f}x")
     info = results["machine"]

@@ -56,15 +56,40 @@ class KnownTargets:
         deeper = target.depth is None or (depth is not None and depth <= target.depth)
         return deeper and state >= announce_state(target)
 
+    def changing(self, targets: list[TargetRow]) -> list[TargetRow]:
+        """The targets not known to be unchanged (:meth:`unchanged`), in their order, in one pass."""
+        young, old = self._young, self._old
+        if not young and not old:
+            return targets
+        out: list[TargetRow] = []
+        for target in targets:
+            known = young.get(target.ref.key)
+            if known is None:
+                known = old.get(target.ref.key)
+                if known is not None:
+                    self._put(target.ref.key, known)
+            if known is not None:
+                depth, state = known
+                deeper = target.depth is None or (depth is not None and depth <= target.depth)
+                if deeper and state >= (1 if target.followable else 0):
+                    continue
+            out.append(target)
+        return out
+
     def remember(self, targets: Iterable[TargetRow]) -> None:
         """Records committed merges: each row's depth is now at most, its state at least, the link's."""
         for target in targets:
             key = target.ref.key
-            known = self._get(key)
-            depth, state = target.depth, announce_state(target)
+            known = self._young.get(key)
+            if known is None:
+                known = self._old.get(key)
+            depth, state = target.depth, 1 if target.followable else 0
             if known is not None:
                 old_depth, old_state = known
                 if depth is None or (old_depth is not None and old_depth < depth):
                     depth = old_depth
-                state = max(state, old_state)
-            self._put(key, (depth, state))
+                if old_state > state:
+                    state = old_state
+            self._young[key] = (depth, state)
+            if len(self._young) >= self._half:
+                self._old, self._young = self._young, {}

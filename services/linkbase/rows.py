@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import mmh3
@@ -35,6 +35,7 @@ def clean_text(text: str, limit: int) -> str:
     return text.replace("\x00", "")[:limit]
 
 
+@functools.lru_cache(maxsize=65_536)
 def host_id(host: str) -> int:
     """Signed 64-bit fingerprint of a normalised host name: the primary key of ``hosts``."""
     value: int = mmh3.hash64(host.encode("utf-8"), 0, True, True)[0]
@@ -69,16 +70,16 @@ class UrlRef:
     url: str
     host: str
     host_id: int
+    key: tuple[int, int] = field(init=False, repr=False, compare=False)
+    """The primary key of the URL's row: (host id, URL fingerprint); kept, since every sort and lookup takes it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.host_id, self.fp))
 
     @property
     def is_home_page(self) -> bool:
         parts = urlsplit(self.url)
         return parts.path == "/" and not parts.query
-
-    @property
-    def key(self) -> tuple[int, int]:
-        """The primary key of the URL's row: (host id, URL fingerprint)."""
-        return (self.host_id, self.fp)
 
 
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
@@ -87,6 +88,13 @@ _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 # ending in an alphabetic top-level label (not an IPv4 address), no port, no user, a path of
 # unreserved and sub-delimiter characters only (no escapes, no ";" parameters), no query.
 _ALREADY_NORMAL = re.compile(rf"https?://((?:{_LABEL}\.)+[a-z]{{2,63}})(/[A-Za-z0-9._~!$&'()*+,=:@-]*)+")
+
+
+def _has_dot_segment(path: str) -> bool:
+    """Whether a path has a "." or ".." segment (normalising would remove it)."""
+    if "/." not in path:
+        return False
+    return any(segment in (".", "..") for segment in path.split("/"))
 
 
 def normal_form(url: str) -> str:
@@ -103,7 +111,7 @@ def normal_form(url: str) -> str:
         and url[: url.index(":")] in policy.allowed_schemes
         and len(match.group(1)) <= 253
         and "xn--" not in match.group(1)
-        and not any(segment in (".", "..") for segment in url[match.end(1) :].split("/"))
+        and not _has_dot_segment(url[match.end(1) :])
     ):
         return url
     return normalize_url(url)
@@ -263,21 +271,18 @@ def targets_of(links: list[LinkRow], page_depths: dict[int, int | None]) -> list
     so that concurrent writers lock rows in the same order.
     """
     best: dict[tuple[int, int], TargetRow] = {}
+    find, depth_of = best.get, page_depths.get
     for link in links:
-        source_depth = page_depths.get(link.source.fp)
+        source_depth = depth_of(link.source.fp)
         depth = None if source_depth is None else source_depth + 1
-        key = link.target.key
-        seen = best.get(key)
+        target = link.target
+        seen = find(target.key)
         if seen is None:
-            best[key] = TargetRow(link.target, depth, link.source, link.followable)
-            continue
-        closer = depth is not None and (seen.depth is None or depth < seen.depth)
-        best[key] = TargetRow(
-            seen.ref,
-            depth if closer else seen.depth,
-            link.source if closer else seen.discovered_from,
-            seen.followable or link.followable,
-        )
+            best[target.key] = TargetRow(target, depth, link.source, link.followable)
+        elif depth is not None and (seen.depth is None or depth < seen.depth):
+            best[target.key] = TargetRow(target, depth, link.source, seen.followable or link.followable)
+        elif link.followable and not seen.followable:
+            best[target.key] = TargetRow(seen.ref, seen.depth, seen.discovered_from, True)
     return [best[key] for key in sorted(best)]
 
 
@@ -297,8 +302,11 @@ def combine_targets(parts: Iterable[list[TargetRow]]) -> list[TargetRow]:
     A URL linked from pages of several parts keeps the row of the part with the smallest depth
     (the first source in key order among equals), and is followable if any part's is.
     """
+    nonempty = [part for part in parts if part]
+    if len(nonempty) <= 1:
+        return nonempty[0] if nonempty else []
     best: dict[tuple[int, int], TargetRow] = {}
-    for part in parts:
+    for part in nonempty:
         for target in part:
             key = target.ref.key
             seen = best.get(key)

@@ -205,7 +205,8 @@ class LinkStore:
         updated = await cur.fetchall()
         depths: dict[int, int | None] = {fp: depth for fp, depth, _ in updated}
         links_at: dict[int, int | None] = {fp: previous for fp, _, previous in updated}
-        budgeted = await self._budget.enforce(conn, batch.links, batch.bad_links, targets_of(batch.links, depths))
+        all_links = batch.links
+        budgeted = await self._budget.enforce(conn, all_links, batch.bad_links, targets_of(all_links, depths))
         links, bad = budgeted.links, budgeted.bad_links
         recrawled = [p for p in pages if p.ref.fp not in first_time]
         before: dict[int, set[int]] = {}
@@ -256,7 +257,7 @@ class LinkStore:
     async def _merge_targets(self, conn: Conn, targets: list[TargetRow]) -> list[TargetRow]:
         """Inserts or updates the link targets not known to be unchanged, counts the new URLs per host;
         returns the targets merged (to remember once committed)."""
-        merged = [t for t in targets if not self._known.unchanged(t)]
+        merged = self._known.changing(targets)
         if not merged:
             return merged
         await staging.copy_rows(conn, staging.TARGETS, (

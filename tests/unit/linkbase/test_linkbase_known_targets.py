@@ -46,3 +46,18 @@ def test_memory_is_bounded_by_two_generations() -> None:
     known.remember(TargetRow(resolve(f"http://a.test/{i}"), 1, SOURCE, True) for i in range(100))
     assert len(known) <= 10
     assert known.unchanged(TargetRow(resolve("http://a.test/99"), 1, SOURCE, True))
+
+
+def test_changing_keeps_exactly_the_targets_not_known_unchanged() -> None:
+    refs = [resolve(f"http://a.test/{n}") for n in range(8)]
+    stored = [TargetRow(ref, n % 3, SOURCE, n % 2 == 0) for n, ref in enumerate(refs[:5])]
+    probes = [TargetRow(ref, depth, SOURCE, followable) for ref in refs for depth in (None, 0, 1, 2, 3)
+              for followable in (False, True)]
+    known, small = KnownTargets(), KnownTargets(capacity=6)  # small: entries move between generations, some go
+    known.remember(stored)
+    small.remember(stored)
+    expected = [t for t in probes if not known.unchanged(t)]
+    assert known.changing(probes) == expected and len(expected) < len(probes)
+    kept = small.changing(probes)
+    assert all(t in kept for t in expected)  # forgetting only ever merges more
+    assert KnownTargets().changing(probes) == probes
