@@ -32,6 +32,7 @@ from services.scheduler.frontier_store import FrontierStore
 from services.scheduler.host_policies import HostPolicyStore, PolicyRules
 from services.scheduler.settings import SchedulerSettings
 from services.scheduler.site_partition.keying import LargeHostKeys
+from services.scheduler.unsent_requests import UnsentRequests
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,10 @@ class Dispatcher:
         owned_partitions: Callable[[], set[int]],
         policies: HostPolicyStore | None = None,
         goal: LiveGoal | None = None,
+        unsent: UnsentRequests | None = None,
     ) -> None:
         self._store = store
+        self._unsent = unsent
         self._policies = policies
         self._goal = goal
         self._slot_groups: dict[str, int] | None = None
@@ -63,6 +66,7 @@ class Dispatcher:
         )
         self._keys = LargeHostKeys(settings.large_hosts, settings.large_host_groups, settings.partition_refresh_seconds)
         self._task: asyncio.Task[None] | None = None
+        self._unsent_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self.dispatched = 0
@@ -77,12 +81,30 @@ class Dispatcher:
     async def start(self) -> None:
         await self.prepare()
         self._task = asyncio.create_task(self._run(), name="scheduler-dispatch")
+        if self._unsent is not None and self._unsent.age > 0:
+            self._unsent_task = asyncio.create_task(self._requeue_unsent(self._unsent), name="scheduler-unsent")
 
     async def stop(self) -> None:
         self._stopping.set()
         self._wake.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        tasks = [t for t in (self._task, self._unsent_task) if t is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _requeue_unsent(self, unsent: UnsentRequests) -> None:
+        """Every ``unsent.age`` seconds, queues again the requests in flight that never reached the topic."""
+        while not self._stopping.is_set():
+            try:
+                await asyncio.wait_for(self._stopping.wait(), timeout=unsent.age)
+            except TimeoutError:
+                pass
+            if self._stopping.is_set():
+                return
+            try:
+                if await unsent.requeue(sorted(self._owned())):
+                    self.wake()
+            except Exception:
+                log.exception("looking for requests that were never sent failed; retrying")
 
     def wake(self) -> None:
         self._wake.set()

@@ -34,6 +34,7 @@ from services.scheduler.frontier_store import FrontierStore
 from services.scheduler.handlers import SchedulerHandler
 from services.scheduler.priority import PriorityWeights
 from services.scheduler.settings import SchedulerSettings
+from services.scheduler.unsent_requests import UnsentRequests
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -63,8 +64,9 @@ async def build(env: Mapping[str, str]) -> Service:
         assignment="range",  # the four inputs are keyed by host: one member owns all of a host
     )
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)
+    unsent = UnsentRequests(db, kafka, settings.unsent_check_seconds)
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),
-                            policies=admin.policies, goal=admin.goal)
+                            policies=admin.policies, goal=admin.goal, unsent=unsent)
     api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),
                    explain=freshness.explainer.explain)
     server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)],

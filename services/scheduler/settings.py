@@ -24,6 +24,13 @@ class SchedulerSettings:
         300.0,
         "A request with no outcome after this long is considered lost and queued again.",
     )
+    unsent_check_seconds: float = setting(
+        "TRAWL_SCHEDULER_UNSENT_CHECK_SECONDS",
+        15.0,
+        "Requests in flight for longer than this are looked up on the fetch-request topic, this often; those"
+        " never sent (the scheduler died, or its flush failed, after the dispatch) are queued again at once"
+        " instead of after the lease (0: off).",
+    )
     max_attempts: int = setting(
         "TRAWL_SCHEDULER_MAX_ATTEMPTS", 3, "Fetch attempts of a URL before it is given up (failed, with the reason)."
     )
