@@ -21,17 +21,22 @@ from libs.simweb.words import TextSpec
 SitePages = Mapping[str, Sequence[str]]
 
 
-def handmade_web(sites: Mapping[str, SitePages], crawl_delays: Mapping[str, float] | None = None) -> SimWeb:
-    """A web serving exactly ``sites`` (host -> its pages); other hosts answer 404 to everything."""
+def handmade_web(sites: Mapping[str, SitePages], crawl_delays: Mapping[str, float] | None = None,
+                 latencies: Mapping[str, float] | None = None) -> SimWeb:
+    """A web serving exactly ``sites`` (host -> its pages); other hosts answer 404 to everything.
+
+    ``crawl_delays``: a host's robots.txt Crawl-delay; ``latencies``: seconds a host waits before answering.
+    """
     config = SimWebConfig(seed=1, hosts=len(sites), pages=sum(len(p) for p in sites.values()), hub_host_ratio=0.0)
-    delays = crawl_delays or {}
+    delays, waits = crawl_delays or {}, latencies or {}
     hosts: dict[str, HostSpec] = {}
     pages: dict[str, Page] = {}
     for number, (host, site_pages) in enumerate(sorted(sites.items())):
         delay = delays.get(host)
         variant: RobotsVariant = "crawl_delay" if delay else "allow_all"
         hosts[host] = HostSpec(name=host, registered_domain=registered_domain(host), brand=f"Site {number}",
-                               robots=variant, robots_groups=groups_for(variant, delay))
+                               robots=variant, robots_groups=groups_for(variant, delay),
+                               latency=waits.get(host, 0.0))
         for index, (path, targets) in enumerate(site_pages.items()):
             url = f"http://{host}{path}"
             links = tuple(
