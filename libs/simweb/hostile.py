@@ -32,13 +32,29 @@ robots-sitemap            robots.txt lists ``/sitemap.xml``, which lists ``/s/1`
 x-robots                  pages with two ``X-Robots-Tag`` headers
 ssrf                      redirects to ``http://169.254.169.254/latest/meta-data/``
 tls                       served only over HTTPS with a self-signed certificate (see ``tls.py``)
+stall                     ``/after-headers``: headers, then silence; ``/before-headers``: silence
+lying-length              ``Content-Length`` of 10 GB, 20 bytes sent, then the connection closed
+long-header               ``/header``: a 1 MiB header line; ``/location``: a redirect to a 1 MiB URL
+redirect-odd              ``/self`` -> itself, ``/ftp`` -> ``ftp://``, ``/js`` -> ``javascript:``,
+                          ``/no-location``: a 302 without ``Location``
+robots-binary             robots.txt is 64 KiB of random bytes
+robots-garbage            robots.txt of garbage lines, ``Disallow: /secret/`` and ``Disallow /open`` among them
+robots-loop               robots.txt redirects to itself through ``/robots-again.txt``
 ========================  ==================================================
+
+The bomb host also serves ``/deflate`` (a deflate bomb), ``/nested`` (gzip inside gzip,
+declared once) and ``/stacked`` (``Content-Encoding: gzip, gzip``); ``types`` also serves
+``/fake.html`` (PNG bytes declared as HTML), ``/noise.html`` (3 MiB of random bytes declared as
+HTML) and ``/plain.txt``. Hosts whose pages are
+hostile as HTML (traps, malformed markup, megabyte attributes, IDN homographs, floods of
+links and copies) are in :mod:`libs.simweb.hostile_pages`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 import struct
 import zlib
@@ -46,6 +62,8 @@ from dataclasses import dataclass
 from functools import cache
 
 from aiohttp import web
+
+from libs.simweb.hostile_pages import PAGE_PARTS, hostile_page
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +73,10 @@ HOSTILE_DOMAIN = "hostile.test"
 HOSTILE_HOSTS = (
     "slow-drip", "huge", "bomb", "redirect-loop", "redirect-chain", "bad-charset", "types", "reset",
     "malformed", "busy", "rate-limited", "failing", "no-such-host", "robots-huge", "robots-redirect",
-    "robots-redirect-6", "robots-500", "robots-sitemap", "x-robots", "ssrf", "tls",
+    "robots-redirect-6", "robots-500", "robots-sitemap", "x-robots", "ssrf", "tls", "stall", "lying-length",
+    "long-header", "redirect-odd", "robots-binary", "robots-garbage", "robots-loop", *PAGE_PARTS,
 )
+LONG_BYTES = 1024 * 1024
 BOMB_DECODED_BYTES = 256 * 1024 * 1024
 _HTML = "text/html"
 
@@ -77,12 +97,29 @@ class HostileAnswer:
 
 
 @cache
-def _bomb() -> bytes:
-    """The gzip body, built once from 1 MiB blocks (the 256 MiB are never in memory here either)."""
-    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+def _bomb(wbits: int = 31) -> bytes:
+    """The gzip (``wbits`` 31) or deflate (15) body, built once from 1 MiB blocks (the 256 MiB are
+    never in memory here either)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, wbits)
     block = bytes(1024 * 1024)
     parts = [compressor.compress(block) for _ in range(BOMB_DECODED_BYTES // len(block))]
     return b"".join([*parts, compressor.flush()])
+
+
+@cache
+def _noise() -> bytes:
+    """3 MiB of random bytes: no compression makes them fit a message."""
+    return random.Random(7).randbytes(3 * 1024 * 1024)
+
+
+def _bomb_answer(path: str) -> tuple[bytes, str]:
+    """The body and Content-Encoding of the bomb at ``path``."""
+    if path == "/deflate":
+        return _bomb(15), "deflate"
+    if path in ("/nested", "/stacked"):
+        outer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return outer.compress(_bomb()) + outer.flush(), "gzip" if path == "/nested" else "gzip, gzip"
+    return _bomb(), "gzip"
 
 
 def _page(text: str) -> web.Response:
@@ -92,6 +129,12 @@ def _page(text: str) -> web.Response:
 class HostileWeb:
     """Answers requests to hostile hosts; the server asks :meth:`serves` first."""
 
+    def prepare(self) -> None:
+        """Builds the big bodies now (the bombs take seconds), so that no request waits for them."""
+        for path in ("/", "/deflate", "/nested"):
+            _bomb_answer(path)
+        _noise()
+
     def serves(self, host: str) -> bool:
         return host.endswith("." + HOSTILE_DOMAIN) and host[: -len(HOSTILE_DOMAIN) - 1] in HOSTILE_HOSTS
 
@@ -100,6 +143,9 @@ class HostileWeb:
         path = request.rel_url.path
         if path == "/robots.txt" and not part.startswith("robots-"):
             return HostileAnswer(404, web.Response(status=404, text="no robots.txt\n"))
+        if part in PAGE_PARTS:
+            page = hostile_page(part, path)
+            return HostileAnswer(page.status, page)
         handler = getattr(self, "_" + part.replace("-", "_"))
         answer: HostileAnswer = await handler(request, path)
         return answer
@@ -130,8 +176,8 @@ class HostileWeb:
         return HostileAnswer(200, response)
 
     async def _bomb(self, request: web.Request, path: str) -> HostileAnswer:
-        body = await asyncio.get_running_loop().run_in_executor(None, _bomb)
-        return HostileAnswer(200, web.Response(body=body, headers={"Content-Type": _HTML, "Content-Encoding": "gzip"}))
+        body, coding = await asyncio.get_running_loop().run_in_executor(None, _bomb_answer, path)
+        return HostileAnswer(200, web.Response(body=body, headers={"Content-Type": _HTML, "Content-Encoding": coding}))
 
     async def _redirect_loop(self, request: web.Request, path: str) -> HostileAnswer:
         return HostileAnswer(302, web.Response(status=302, headers={"Location": "/b" if path == "/a" else "/a"}))
@@ -160,6 +206,9 @@ class HostileWeb:
             "/doc.pdf": ("application/pdf", b"%PDF-1.4\n" + b"0" * 20_000),
             "/image.png": ("image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 20_000),
             "/data.json": ("application/json", b'{"not": "html"}'),
+            "/fake.html": (_HTML, b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 80),
+            "/plain.txt": ("text/plain", b"plain text, no markup, no links: http://elsewhere.test/\n"),
+            "/noise.html": (_HTML, _noise()),
         }
         if path in kinds:
             ctype, body = kinds[path]
@@ -263,3 +312,53 @@ class HostileWeb:
 
     async def _tls(self, request: web.Request, path: str) -> HostileAnswer:
         return HostileAnswer(200, _page("only over https, with a certificate nobody signed"))
+
+    async def _stall(self, request: web.Request, path: str) -> HostileAnswer:
+        if path == "/after-headers":
+            response = web.StreamResponse(headers={"Content-Type": _HTML})
+            await response.prepare(request)
+            await asyncio.sleep(60)
+            return HostileAnswer(200, response)
+        await asyncio.sleep(60)
+        return HostileAnswer(200, _page("too late"))
+
+    async def _lying_length(self, request: web.Request, path: str) -> HostileAnswer:
+        transport = request.transport
+        if transport is not None:
+            transport.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 10000000000\r\n\r\n"
+                            b"<p>20 bytes, no more")
+            await asyncio.sleep(0.05)
+            transport.close()
+        return HostileAnswer(200, None)
+
+    async def _long_header(self, request: web.Request, path: str) -> HostileAnswer:
+        if path == "/location":
+            return HostileAnswer(302, web.Response(status=302, headers={"Location": "/" + "l" * LONG_BYTES}))
+        return HostileAnswer(200, web.Response(text="<p>long header</p>", content_type="text/html",
+                                               headers={"X-Long": "h" * LONG_BYTES}))
+
+    async def _redirect_odd(self, request: web.Request, path: str) -> HostileAnswer:
+        targets = {"/self": "/self", "/ftp": "ftp://files.hostile.test/x", "/js": "javascript:alert(1)"}
+        if path in targets:
+            return HostileAnswer(302, web.Response(status=302, headers={"Location": targets[path]}))
+        return HostileAnswer(302, web.Response(status=302, text="found, but where?\n"))
+
+    async def _robots_binary(self, request: web.Request, path: str) -> HostileAnswer:
+        if path != "/robots.txt":
+            return HostileAnswer(200, _page(path))
+        body = bytes((i * 7919 + 13) % 256 for i in range(64 * 1024))
+        return HostileAnswer(200, web.Response(body=body, content_type="application/octet-stream"))
+
+    async def _robots_garbage(self, request: web.Request, path: str) -> HostileAnswer:
+        if path != "/robots.txt":
+            return HostileAnswer(200, _page(path))
+        text = ("<html><body>Not a robots.txt</body></html>\nUser agent *\nDisallow /open\n:::\n"
+                "Crawl-delay: soon\nUser-agent: *\n\x00\x01garbage\nDisallow: /secret/\nAllow\n"
+                "Sitemap: not a url\n" + "=" * 5000 + "\n")
+        return HostileAnswer(200, web.Response(text=text, content_type="text/plain"))
+
+    async def _robots_loop(self, request: web.Request, path: str) -> HostileAnswer:
+        if path in ("/robots.txt", "/robots-again.txt"):
+            target = "/robots-again.txt" if path == "/robots.txt" else "/robots.txt"
+            return HostileAnswer(301, web.Response(status=301, headers={"Location": target}))
+        return HostileAnswer(200, _page(path))
