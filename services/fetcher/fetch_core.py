@@ -175,6 +175,9 @@ class FetchCore:
         if parsed is None or not is_fetchable_url(parsed):
             return FetchAttempt(url, "invalid_url", None, False, self._clock.now(), ERROR_INVALID_URL)
         host = (parsed.raw_host or "").lower()
+        refusal = await self._http.target_refusal(host)
+        if refusal is not None:  # before robots.txt, whose fetch the guard would refuse as "unreachable"
+            return self._result(url, host, "invalid_url", None, False, refusal)
         origin = str(parsed.origin())  # what origin_of gives, without parsing the URL again
         try:
             policy = await self._robots.policy(origin)

@@ -201,6 +201,14 @@ class HttpFetcher:
             return None
         return str(results[0]["host"]) if results else None
 
+    async def target_refusal(self, host: str) -> str | None:
+        """Why the SSRF guard refuses ``host`` (``blocked_address:...``), or None (also with no guard)."""
+        guard = self._guard
+        if guard is None:
+            return None
+        refusal = await guard.check(host)
+        return refusal if refusal is not None and refusal.startswith(ERROR_BLOCKED_ADDRESS) else None
+
     def accepts(self, content_type: str) -> bool:
         """Whether a body of media type ``content_type`` is kept (``""`` counts as accepted)."""
         if not content_type or content_type in self._accept_exact:

@@ -245,3 +245,19 @@ async def test_a_parked_host_is_refused_without_a_request(serve, make_core) -> N
     assert server.paths() == ["/robots.txt", "/fail"]
     clock.advance(50.0)
     assert (await core.fetch(server.url("/fine"))).outcome == "ok"
+
+
+async def test_a_target_the_ssrf_guard_refuses_is_final_and_asks_nothing_not_even_robots_txt(
+    serve, make_core
+) -> None:
+    from services.fetcher.address_guard import AddressPolicy
+
+    server = await serve(site("User-agent: *\nDisallow:\n", {"/": (200, HTML, b"<p>internal</p>")}))
+    port = server.url("/").split(":")[2].split("/")[0]
+    guarded = {"address_policy": AddressPolicy(), "host_map": {"inside.test": "127.0.0.1"}}
+    core = await make_core(fetcher_settings=guarded)
+    for url in (server.url("/"), f"http://inside.test:{port}/"):
+        attempt = await core.fetch(url)
+        assert (attempt.outcome, attempt.retryable, attempt.response) == ("invalid_url", False, None)
+        assert attempt.detail.startswith("blocked_address:") and "loopback" in attempt.detail
+    assert server.paths() == []
