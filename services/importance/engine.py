@@ -214,11 +214,11 @@ class OpicEngine:
             t.crawled += 1
             self._watch_at.pop(s, None)
         old = self.history[s]
-        if self.visits[s] == 0:
+        window = self.config.window_seconds
+        if self.visits[s] == 0 or window == math.inf:  # no window: the history is the sum of all visits
             new = old + c
         else:
             span = max(0.0, at - self.last_visit[s])
-            window = self.config.window_seconds
             new = c * window / span if window < span else old * (window - span) / window + c
         self.history[s] = new
         t.history += new - old

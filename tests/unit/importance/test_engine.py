@@ -178,6 +178,19 @@ def test_window_shorter_than_the_gap_keeps_a_rate_not_a_sum() -> None:
     assert_conserved(e)
 
 
+def test_without_a_window_a_revisit_adds_to_the_history() -> None:
+    e = engine()
+    page, other = pages(e, 2)
+    e.distribute()
+    crawl(e, page, [other], at=1.0)
+    first = e.history[page]
+    crawl(e, other, [page], at=2.0)
+    due = e.effective_cash(page)
+    crawl(e, page, [other], at=3.0)
+    assert e.history[page] == pytest.approx(first + due)
+    assert_conserved(e)
+
+
 def test_window_longer_than_the_gap_ages_the_old_history() -> None:
     e = engine(window_seconds=100.0)
     page, other = pages(e, 2)
