@@ -30,7 +30,7 @@ robots-500                robots.txt answers 500 (everything disallowed for a wh
 robots-sitemap            robots.txt lists ``/sitemap.xml``, which lists ``/s/1`` .. ``/s/5`` and
                           ``/s/6?utm_source=sitemap`` on the host written in capitals
 x-robots                  pages with two ``X-Robots-Tag`` headers
-ssrf                      redirects to ``http://169.254.169.254/latest/meta-data/``
+ssrf                      redirects to ``http://169.254.169.254/latest/meta-data/``, or to ``?to=URL``
 tls                       served only over HTTPS with a self-signed certificate (see ``tls.py``)
 stall                     ``/after-headers``: headers, then silence; ``/before-headers``: silence
 lying-length              ``Content-Length`` of 10 GB, 20 bytes sent, then the connection closed
@@ -307,7 +307,7 @@ class HostileWeb:
         return HostileAnswer(200, response)
 
     async def _ssrf(self, request: web.Request, path: str) -> HostileAnswer:
-        location = "http://169.254.169.254/latest/meta-data/"
+        location = request.query.get("to", "http://169.254.169.254/latest/meta-data/")  # an open redirect
         return HostileAnswer(302, web.Response(status=302, headers={"Location": location}))
 
     async def _tls(self, request: web.Request, path: str) -> HostileAnswer:
