@@ -9,14 +9,20 @@ default; ``--fast`` turns fsync off) and a local Tansu broker. The transfers it 
 read back from their topic and handed to it, as its consumer would, so a share counts
 once the partition that owns its target applied it. Baseline: Trawl's first layout
 (``bench.importance_rowstore``: one row per URL, loaded and upserted per batch), on the
-same batches, database server and broker. Both send the importance updates.
+same batches, database server and broker. Both send the importance updates. With
+``--baseline links`` the baseline is the service path itself on page-links messages without
+the followed-link lists (read one ``Link`` at a time, as before the lists existed).
 
 The batches are page links of a web-like graph (``libs.simweb.webgraph``) crawled
-breadth-first from its home pages, cut into consumer batches of ``--batch`` records.
+breadth-first from its home pages, as the extractor sends them (with the followed-link
+lists), cut into consumer batches of ``--batch`` records. Besides the wall-clock rate it
+prints the CPU time the service processes spent per link transfer, which a loaded machine
+disturbs much less.
 Memory: bytes per URL of an ``OpicEngine`` holding a million URLs (tracemalloc), against
 one Python object per URL in a dict, and the size of its snapshot in PostgreSQL.
 
-    .venv/bin/python -m bench.importance_transfers [--pages 30000 --batch 2000 --repeat 3] [--fast] [--json]
+    .venv/bin/python -m bench.importance_transfers [--pages 30000 --batch 2000 --repeat 3] [--replicas 2]
+        [--baseline rowstore|links] [--memory-urls 0] [--fast] [--json]
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import asyncio
 import gc
 import multiprocessing
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -70,6 +77,8 @@ from services.importance.state_codec import encode_snapshot
 MIGRATIONS = REPO / "services" / "importance" / "migrations"
 PARTITIONS = PAGE_LINKS.partitions
 FETCHED_AT_MS = 1_700_000_000_000
+CPU_PER_LINK: dict[bool, list[float]] = {True: [], False: []}
+"""CPU seconds per link transfer of the service processes (all instances), per run, by message form."""
 
 
 @dataclass
@@ -152,7 +161,7 @@ def replica(job: ReplicaJob, ready: Any, start: Any, shared: Any, results: Any) 
     results.put((job.index, asyncio.run(_replica(job, ready, start, shared))))
 
 
-async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> float:
+async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tuple[float, float]:
     mine = {p for p in range(PARTITIONS) if p % job.replicas == job.index}
     raw = [r for r in build_workload(job.pages, job.seed, job.followed_lists).records if r[0] in mine]
     kafka = KafkaSettings(bootstrap=job.bootstrap, topic_prefix=job.prefix)
@@ -172,7 +181,7 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> floa
     await asyncio.to_thread(start.wait)
     size = job.batch
     waiting: list[Record[Any]] = []
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         while True:  # as the consumer does: batches of what arrived, transfers and page links mixed
             waiting += await asyncio.to_thread(feed.take, 0.0 if raw else 0.05)
@@ -193,7 +202,8 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> floa
             received = sum(shared[3 * i + 1] for i in range(job.replicas))
             left = sum(shared[3 * i + 2] for i in range(job.replicas))
             if left == 0 and abs(sent - received) <= 1e-9 * max(1.0, sent):
-                return time.perf_counter() - started  # every page applied, every share sent applied
+                # every page applied, every share sent applied
+                return time.perf_counter() - started, time.process_time() - cpu
     finally:
         feed.close()
         if owned._task is not None:
@@ -229,13 +239,14 @@ async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: 
             for _ in procs:
                 await asyncio.to_thread(ready.get, True, 300)
             start.set()
-            elapsed = [(await asyncio.to_thread(results.get, True, 600))[1] for _ in procs]
+            done = [(await asyncio.to_thread(results.get, True, 600))[1] for _ in procs]
         finally:
             for proc in procs:
                 proc.join(timeout=30)
                 if proc.is_alive():
                     proc.kill()
-    return float(transfers / max(elapsed))
+    CPU_PER_LINK[followed_lists].append(sum(cpu for _, cpu in done) / transfers)
+    return float(transfers / max(elapsed for elapsed, _ in done))
 
 
 async def row_store(server: LocalPostgres, bootstrap: str, workload: Workload, batch: int, run: int) -> float:
@@ -345,6 +356,11 @@ async def main_async(argv: list[str]) -> None:
     memory = memory_per_url(args.memory_urls) if args.memory_urls else {}
     notes = [f"{workload.pages:,} pages, {workload.transfers:,} link transfers, batches of {args.batch:,} records",
              "durable PostgreSQL (fsync on)" if not args.fast else "PostgreSQL with fsync off"]
+    for lists, label in ((True, "with the followed lists"), (False, "links read one by one")):
+        if CPU_PER_LINK[lists]:
+            notes.append(f"service processes' CPU per link transfer, {label}: median"
+                         f" {statistics.median(CPU_PER_LINK[lists]) * 1e6:.2f} us"
+                         f" ({', '.join(f'{c * 1e6:.2f}' for c in CPU_PER_LINK[lists])})")
     if memory:
         notes.append(
             f"memory per URL at {args.memory_urls:,} URLs: engine {memory['engine']:.0f} B,"
