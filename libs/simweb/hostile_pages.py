@@ -6,7 +6,8 @@ host                      pages
 traps                     ``/``: one link into each spider trap (calendar far ahead, session id,
                           repeated segments, path depth, URL length) and one ordinary link
 malformed-html            ``/deep`` (100,000 nested ``<div>``), ``/unclosed`` (a comment and a
-                          script never closed), ``/nul`` (NUL and control bytes in the markup),
+                          script never closed), ``/nul`` (NUL and control bytes in the tags of
+                          a page of text),
                           ``/soup`` (mis-nested tables, unquoted and duplicate attributes)
 long-attributes           ``/attribute`` (a 1 MiB ``title``), ``/href`` (a 1 MiB ``href``)
 idn                       ``/``: links to IDN homographs (Cyrillic letters in the registered
@@ -60,8 +61,10 @@ def _malformed(path: str) -> bytes:
     if path == "/unclosed":
         return b'<html><body><p>before <a href="/before">before</a><script>var x = "<a href=/in-script>";' \
                b"<!-- the comment never ends <a href=/in-comment>x</a>"
-    if path == "/nul":
-        return b'<ht\x00ml><bo\x01dy><p>text\x00 with\x1b controls <a hr\x00ef="/x">x</a><a href="/n\x00ul">nul</a>'
+    if path == "/nul":  # a handful of stray bytes in a page of text: damaged, not binary
+        text = b"<p>" + b"Ordinary words around a few stray control bytes in the markup. " * 30 + b"</p>"
+        tags = b'<ht\x00ml><bo\x01dy><p>text\x00 with\x1b controls <a hr\x00ef="/x">x</a><a href="/n\x00ul">nul</a>'
+        return tags + text
     return (b"<table><tr><td><p><b><i>unclosed <a href=/soup-1 href=/duplicate>one</a><td></table></b>"
             b"<a href=/soup-2 class=a class=b title=unquoted>two</a></i><form><table><a href='/soup-3'>three")
 
