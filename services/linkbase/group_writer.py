@@ -57,8 +57,13 @@ class GroupWriter:
         pending, self._pending = self._pending, [[] for _ in range(self._groups)]
         written = await _all([self._store.write_deferred(part, earlier)
                               for part, earlier in zip(parts, pending, strict=True) if earlier or not part.empty])
-        for target in combine_targets(w.targets for w in written):
-            self._pending[host_group(target.ref.host_id, self._groups)].append(target)
+        # Per group, the targets each part found on its hosts; only a group that several parts
+        # link into needs combining (in a crawl, most links stay on their page's host).
+        routed: list[list[list[TargetRow]]] = [[[] for _ in written] for _ in range(self._groups)]
+        for number, part_written in enumerate(written):
+            for target in part_written.targets:
+                routed[host_group(target.ref.host_id, self._groups)][number].append(target)
+        self._pending = [combine_targets(parts) for parts in routed]
 
     async def flush(self) -> None:
         """Merges the targets the last chunk left, each group in its own transaction."""

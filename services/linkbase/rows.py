@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 import mmh3
@@ -62,19 +63,19 @@ def path_key(url: str) -> str:
     return f"{parts.hostname or ''}/{segment}"
 
 
-@dataclass(frozen=True, slots=True)
-class UrlRef:
-    """A normalised URL with its fingerprint and host."""
+class UrlRef(NamedTuple):
+    """A normalised URL with its fingerprint and host.
+
+    UrlRef, LinkRow and TargetRow are named tuples rather than frozen dataclasses: the link
+    base builds one of each per link, and a tuple is built in half the time.
+    """
 
     fp: int
     url: str
     host: str
     host_id: int
-    key: tuple[int, int] = field(init=False, repr=False, compare=False)
+    key: tuple[int, int]
     """The primary key of the URL's row: (host id, URL fingerprint); kept, since every sort and lookup takes it."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", (self.host_id, self.fp))
 
     @property
     def is_home_page(self) -> bool:
@@ -138,7 +139,8 @@ def resolve(url: str) -> UrlRef:
     normalized = normal_form(url)
     host = _host_of(normalized)
     fp: int = mmh3.hash64(normalized.encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
-    return UrlRef(fp, normalized, host, host_id(host))
+    hid = host_id(host)
+    return UrlRef(fp, normalized, host, hid, (hid, fp))
 
 
 def resolve_required(url: str, what: str) -> UrlRef:
@@ -165,8 +167,7 @@ class PageRow:
     fetched_at_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class LinkRow:
+class LinkRow(NamedTuple):
     source: UrlRef
     target: UrlRef
     anchor: str
@@ -190,8 +191,7 @@ class BadLinkRow:
     anchor: str
 
 
-@dataclass(frozen=True, slots=True)
-class TargetRow:
+class TargetRow(NamedTuple):
     ref: UrlRef
     depth: int | None
     discovered_from: UrlRef

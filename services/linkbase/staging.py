@@ -48,8 +48,12 @@ async def copy_rows(
         await conn.execute(stage.ddl, prepare=False)
     async with conn.cursor() as cur, cur.copy(stage.copy_sql(into)) as copy:
         copy.set_types(stage.types)
+        # The formatter buffers rows and hands back a block when it is full: one await per block,
+        # not one per row (what copy.write_row would cost).
+        formatter = copy.formatter
         for row in rows:
-            await copy.write_row(row)
+            if block := formatter.write_row(row):
+                await copy.write(block)
 
 
 LINKS = Stage(
