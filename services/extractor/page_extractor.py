@@ -39,6 +39,7 @@ LINK_CLASS = {"internal": pb.LINK_CLASS_INTERNAL, "external": pb.LINK_CLASS_EXTE
 HTML_TYPES = ("text/html", "application/xhtml+xml", "")
 MAX_HTML_BYTES: int = ExtractorSettings.max_html_bytes
 PHASE_BYTES: int = ExtractorSettings.phase_bytes
+MAX_CONTENT_ELEMENTS: int = ExtractorSettings.max_content_elements
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class ExtractionOptions:
     max_html_bytes: int = MAX_HTML_BYTES
     fast_content: bool = True
     phase_bytes: int = PHASE_BYTES
+    max_content_elements: int = MAX_CONTENT_ELEMENTS
 
     @property
     def policy(self) -> UrlPolicy:
@@ -74,6 +76,7 @@ class ExtractionOptions:
             max_html_bytes=settings.max_html_bytes,
             fast_content=settings.fast_content,
             phase_bytes=settings.phase_bytes,
+            max_content_elements=settings.max_content_elements,
         )
 
 
@@ -184,6 +187,7 @@ def _read_content(page: _Page, options: ExtractionOptions) -> None:
         truncated=result.truncated,
         fetched_at_ms=result.fetched_at_ms,
         language_header=next(iter(_headers(result, "content-language")), ""),
+        max_elements=options.max_content_elements,
     )
     page.root = None  # the tree is not needed any more: free it before the next phase
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from libs.common.settings import setting
+from services.extractor.content import MAX_ELEMENTS
 from services.extractor.links import CONTEXT_CHARS
 from services.extractor.traps import TRAP_RULES, TrapRules
 
@@ -38,6 +39,12 @@ class ExtractorSettings:
         "TRAWL_EXTRACTOR_FAST_CONTENT",
         True,
         "Skip trafilatura's second-opinion extractors (readability, jusText): faster, slightly less recall.",
+    )
+    max_content_elements: int = setting(
+        "TRAWL_EXTRACTOR_MAX_CONTENT_ELEMENTS",
+        MAX_ELEMENTS,
+        "Pages with more elements skip trafilatura: their text is the visible body text "
+        "(fallback:too_many_elements). Bounds what a page dense in elements costs (5 MB of links: 550 MiB).",
     )
     trap_rules: tuple[str, ...] = setting(
         "TRAWL_EXTRACTOR_TRAP_RULES",

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import lxml.etree
 import pytest
 
 from services.extractor import content
 from services.extractor.content import content_fingerprint, extract_content, parse_date_ms
+from services.extractor.html_tree import parse_html
 
 ARTICLE = """<!DOCTYPE html>
 <html lang="en-GB">
@@ -117,6 +119,27 @@ def test_fallback_when_trafilatura_fails(monkeypatch: pytest.MonkeyPatch) -> Non
         assert hidden not in page.text
     assert page.author == "Maria Okafor"
     assert page.title.startswith("River levels rise")
+
+
+def test_a_page_of_too_many_elements_skips_trafilatura_and_keeps_its_visible_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("trafilatura was asked")
+
+    root = parse_html(ARTICLE)
+    elements = sum(1 for _ in root.iter())
+    before = lxml.etree.tostring(root)
+    monkeypatch.setattr(content, "bare_extraction", never)
+    page = content.content_from_tree(root, "https://gazette.example/x", max_elements=elements - 1)
+    assert page.error == "fallback:too_many_elements"
+    assert "highest level since 1998" in page.text and "Valley Gazette" in page.text
+    for hidden in ("Privacy", "Weather", "window.analytics", ".menu li"):
+        assert hidden not in page.text
+    assert page.title.startswith("River levels rise") and page.author == "Maria Okafor"
+    assert lxml.etree.tostring(root) == before  # the tree is read, not changed
+    monkeypatch.undo()
+    assert content.content_from_tree(root, "https://gazette.example/x", max_elements=elements).error == ""
 
 
 def test_fallback_with_no_text_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
