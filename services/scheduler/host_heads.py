@@ -20,18 +20,24 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-# The best queued URL of host ``t.host``, or a row of NULLs when it has none (LEFT JOIN ... ON true).
-_BEST = (
-    " LEFT JOIN LATERAL (SELECT f.url_fp, f.priority, f.next_fetch_at FROM scheduler.frontier f"
-    "   WHERE f.host = t.host AND f.status = 'queued' ORDER BY f.priority DESC, f.url_fp LIMIT 1) b ON true"
+# The best queued URL of host ``h.host`` (NULLs when it has none), probed per host row.
+_SET_HEAD = (
+    "(head_fp, head_priority, head_due_at) = (SELECT f.url_fp, f.priority, f.next_fetch_at"
+    " FROM scheduler.frontier f WHERE f.host = h.host AND f.status = 'queued' ORDER BY f.priority DESC, f.url_fp"
+    " LIMIT 1)"
 )
-_SET_HEAD = "head_fp = b.url_fp, head_priority = b.priority, head_due_at = b.next_fetch_at"
+
+# Every host's head at once (what migration 0020 runs on an existing frontier; a bulk load too).
+BACKFILL = (
+    "UPDATE scheduler.hosts h SET head_fp = b.url_fp, head_priority = b.priority, head_due_at = b.next_fetch_at"
+    " FROM (SELECT DISTINCT ON (host) host, url_fp, priority, next_fetch_at FROM scheduler.frontier"
+    "   WHERE status = 'queued' ORDER BY host, priority DESC, url_fp) b"
+    " WHERE h.host = b.host"
+)
 
 REFRESH_STALE = (
     "WITH s AS (DELETE FROM scheduler.host_heads_stale WHERE partition = ANY(%(parts)s) RETURNING host)"
-    " UPDATE scheduler.hosts h SET " + _SET_HEAD
-    + " FROM (SELECT DISTINCT host FROM s ORDER BY host) t" + _BEST
-    + " WHERE h.host = t.host"
+    " UPDATE scheduler.hosts h SET " + _SET_HEAD + " WHERE h.host = ANY(ARRAY(SELECT DISTINCT host FROM s))"
 )
 
 # The hosts a round took URLs from: one more request out, a large host's next start spaced by
@@ -40,8 +46,7 @@ TAKEN = (
     "UPDATE scheduler.hosts h SET in_flight = h.in_flight + 1,"
     " next_allowed_at = CASE WHEN h.slots > 1 THEN greatest(h.next_allowed_at,"
     "   now() + make_interval(secs => coalesce(h.gap_seconds, 0))) ELSE h.next_allowed_at END, " + _SET_HEAD
-    + " FROM (SELECT unnest(%s::text[]) AS host) t" + _BEST
-    + " WHERE h.host = t.host"
+    + " WHERE h.host = ANY(%s::text[])"
 )
 
 # A host may take a request when it has nothing in flight, or fewer than its slots and its gap
@@ -77,7 +82,7 @@ SELECT_AND_TAKE = (
     ")"
     " UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
     "   dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
-    " FROM best WHERE f.url_fp = best.url_fp AND f.status = 'queued'"
+    " WHERE f.url_fp = ANY(ARRAY(SELECT url_fp FROM best)) AND f.status = 'queued'"
     " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id"
 )
 
