@@ -35,6 +35,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -191,19 +192,23 @@ def run_bound(work: Workload, processes: int = 2) -> tuple[float, float]:
 
 
 def compare(work: Workload, repeat: int, overrides: dict[str, str], folder: Path,
-            only: tuple[str, ...] = CONTENDERS) -> dict[str, Contender]:
+            only: tuple[str, ...] = CONTENDERS, variant: dict[str, str] | None = None) -> dict[str, Contender]:
+    """Every contender ``repeat`` times, rotating which goes first; with ``variant``, Trawl also runs
+    with those settings on top of ``overrides`` (contender ``trawl_b``), right after plain Trawl."""
     contenders = {name: Contender(label, Series(label)) for name, label in (
-        ("trawl", "Trawl, six services"), ("scrapy_1", "Scrapy, 1 process"),
+        ("trawl", "Trawl, six services"), ("trawl_b", f"Trawl with {variant}"), ("scrapy_1", "Scrapy, 1 process"),
         ("scrapy_2", "Scrapy, 2 processes splitting the hosts"), ("bound", "bare trafilatura, 2 processes (bound)"))}
 
-    def trawl() -> None:
-        figures, crawl = run_trawl(work, folder, overrides)
-        c = contenders["trawl"]
-        c.series.rates.append(figures.rate)
-        c.figures.append(figures)
-        c.cpu_ms_per_page.append(_cpu_per_page(crawl.usage, figures.pages))
-        c.lag.append({"max": crawl.max_lag, "mean": {k: round(v, 1) for k, v in crawl.mean_lag.items()},
-                      "seconds_to_idle": round(crawl.seconds_to_idle, 1)})
+    def trawl(name: str, env: dict[str, str]) -> Callable[[], None]:
+        def run() -> None:
+            figures, crawl = run_trawl(work, folder, env)
+            c = contenders[name]
+            c.series.rates.append(figures.rate)
+            c.figures.append(figures)
+            c.cpu_ms_per_page.append(_cpu_per_page(crawl.usage, figures.pages))
+            c.lag.append({"max": crawl.max_lag, "mean": {k: round(v, 1) for k, v in crawl.mean_lag.items()},
+                          "seconds_to_idle": round(crawl.seconds_to_idle, 1)})
+        return run
 
     def scrapy(processes: int) -> Callable[[], None]:
         def run() -> None:
@@ -217,10 +222,12 @@ def compare(work: Workload, repeat: int, overrides: dict[str, str], folder: Path
     def bound() -> None:
         rate, per_cpu = run_bound(work)
         contenders["bound"].series.rates.append(rate)
-        contenders["bound"].notes.append(f"{per_cpu:.1f} pages per CPU-second")
+        contenders["bound"].cpu_ms_per_page.append({"trafilatura-0": 500 / per_cpu, "trafilatura-1": 500 / per_cpu})
 
-    runs = [(n, r) for n, r in (("trawl", trawl), ("scrapy_1", scrapy(1)), ("scrapy_2", scrapy(2)), ("bound", bound))
-            if n in only]
+    runs = [(n, r) for n, r in (("trawl", trawl("trawl", overrides)), ("scrapy_1", scrapy(1)), ("scrapy_2", scrapy(2)),
+                                ("bound", bound)) if n in only]
+    if variant:
+        runs.insert(1, ("trawl_b", trawl("trawl_b", {**overrides, **variant})))
     for i in range(repeat):
         order = runs[i % len(runs):] + runs[: i % len(runs)]
         for name, run in order:
@@ -229,6 +236,21 @@ def compare(work: Workload, repeat: int, overrides: dict[str, str], folder: Path
             print(f"  repetition {i + 1}/{repeat}: {contenders[name].name}: {rate:,.1f} pages/s"
                   f" (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     return contenders
+
+
+SHARED_PARTS = ("simweb", "postgres", "broker")  # the web is not the crawler's; these two are multi-process/threaded
+
+
+def cpu_figures(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Median CPU ms per page of a contender (the web's server excluded), and the rate its CPU use
+    allows on two otherwise idle cores: all of its processes share two cores, and none of them can use
+    more than one (PostgreSQL and the broker, which spread over processes or threads, excepted)."""
+    totals = [sum(v for k, v in run.items() if k != "simweb") for run in runs]
+    busiest = [max((v for k, v in run.items() if k not in SHARED_PARTS), default=0.0) for run in runs]
+    total, single = statistics.median(totals), statistics.median(busiest)
+    return {"cpu_ms_per_page": round(total, 2), "busiest_process_ms_per_page": round(single, 2),
+            "pages_per_cpu_second": round(1000 / total, 1),
+            "two_idle_cores_pages_per_second": round(min(2000 / total, 1000 / single), 1)}
 
 
 def summary(work: Workload, contenders: dict[str, Contender], args: argparse.Namespace) -> dict[str, Any]:
@@ -240,17 +262,23 @@ def summary(work: Workload, contenders: dict[str, Contender], args: argparse.Nam
                      "in_flight": IN_FLIGHT, "trawl_env": args.trawl_env},
         "contenders": {},
         "ratios": {},
+        "ratios_b": {},
         "machine": machine(),
     }
     for name, c in contenders.items():
+        if not c.series.rates:
+            continue
         out["contenders"][name] = {
             "name": c.name, "rates": [round(r, 1) for r in c.series.rates], "median": round(c.series.median, 1),
             "figures": [f.__dict__ | {"rate": round(f.rate, 1)} for f in c.figures],
             "cpu_ms_per_page": c.cpu_ms_per_page, "lag": c.lag, "notes": c.notes,
+            "cpu": cpu_figures(c.cpu_ms_per_page) if c.cpu_ms_per_page else {},
         }
-        if name != "trawl" and c.series.rates and contenders["trawl"].series.rates:
+        if name in TARGETS and contenders["trawl"].series.rates:
             ratio = trawl / c.series.median if c.series.median else 0.0
             out["ratios"][name] = {"ratio": round(ratio, 2), "target": TARGETS[name], "met": ratio >= TARGETS[name]}
+            if contenders["trawl_b"].series.rates:
+                out["ratios_b"][name] = round(contenders["trawl_b"].series.median / c.series.median, 2)
     return out
 
 
@@ -265,22 +293,32 @@ def print_summary(s: dict[str, Any]) -> None:
         hosts = max((f["max_in_flight_per_host"] for f in c["figures"]), default=0)
         gap = min((f["min_gap"] for f in c["figures"]), default=0.0)
         robots = sum(f["robots_violations"] for f in c["figures"])
-        rates = c["rates"] or [0.0]
+        rates = c["rates"]
         print(f"  {c['name']:<42}{c['median']:>9.1f}{min(rates):>9.1f}{max(rates):>9.1f}   {pages}"
               + (f"  {hosts}  {gap:.3f}  {robots}" if c["figures"] else ""))
     for name, r in s["ratios"].items():
         print(f"  Trawl / {s['contenders'][name]['name']}: {r['ratio']:.2f}x (target {r['target']}x:"
               f" {'met' if r['met'] else 'NOT met'})")
-    for name in ("trawl", "scrapy_1", "scrapy_2"):
-        for i, per_page in enumerate(s["contenders"][name]["cpu_ms_per_page"]):
+    for name, ratio in s["ratios_b"].items():
+        print(f"  {s['contenders']['trawl_b']['name']} / {s['contenders'][name]['name']}: {ratio:.2f}x")
+    for name in ("trawl", "trawl_b", "scrapy_1", "scrapy_2"):
+        for i, per_page in enumerate(s["contenders"].get(name, {}).get("cpu_ms_per_page", [])):
             total = sum(v for k, v in per_page.items() if k != "simweb")
             parts = ", ".join(f"{k} {v}" for k, v in per_page.items())
             print(f"  CPU ms per page, {name} run {i + 1}: {total:.2f} ({parts})")
-    for i, lag in enumerate(s["contenders"]["trawl"]["lag"]):
-        print(f"  Trawl run {i + 1}: seeding to idle {lag['seconds_to_idle']} s; consumer lag max {lag['max']},"
+    for name, i, lag in ((n, i, lag) for n in ("trawl", "trawl_b")
+                         for i, lag in enumerate(s["contenders"].get(n, {}).get("lag", []))):
+        print(f"  {name} run {i + 1}: seeding to idle {lag['seconds_to_idle']} s; consumer lag max {lag['max']},"
               f" mean {lag['mean']}")
-    for note in s["contenders"]["bound"]["notes"]:
-        print(f"  bound: {note}")
+    print("  CPU (medians): ms per page, busiest single process, and the rate that allows on two idle cores")
+    trawl_cpu = s["contenders"].get("trawl", {}).get("cpu", {})
+    for c in s["contenders"].values():
+        cpu = c["cpu"]
+        if cpu:
+            key = "two_idle_cores_pages_per_second"
+            ratio = f"  Trawl / this {trawl_cpu[key] / cpu[key]:.2f}x" if trawl_cpu else ""
+            print(f"    {c['name']:<42}{cpu['cpu_ms_per_page']:>8.2f} ms {cpu['busiest_process_ms_per_page']:>7.2f} ms"
+                  f" {cpu['two_idle_cores_pages_per_second']:>8.1f} pages/s{ratio}")
     m = s["machine"]
     print(f"  machine: {m['cpus']} cpus, Python {m['python']}, load {m['load_average_1m_at_end']}")
 
@@ -293,6 +331,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--trawl-env", action="append", default=[], metavar="NAME=VALUE",
                         help="A setting of Trawl's services for this run (repeatable).")
+    parser.add_argument("--variant-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="Also run Trawl with these settings on top (contender trawl_b, after plain Trawl).")
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help=f"Which to run, comma-separated (default: all of {','.join(CONTENDERS)}).")
     parser.add_argument("--json", action="store_true")
@@ -304,7 +344,8 @@ def main() -> None:
     work = build_workload(args.seed, args.hosts, args.pages)
     print(f"web: {len(work.hosts)} hosts, {len(work.reachable)} reachable allowed pages", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="trawl-bench-e2e-", dir="/var/tmp") as tmp:
-        contenders = compare(work, args.repeat, overrides, Path(tmp), only)
+        variant = dict(item.split("=", 1) for item in args.variant_env)
+        contenders = compare(work, args.repeat, overrides, Path(tmp), only, variant or None)
     result = summary(work, contenders, args)
     if args.json:
         print(json.dumps(result, indent=2))
