@@ -81,3 +81,11 @@ def test_cost_table_prints_medians(capsys: pytest.CaptureFixture[str]) -> None:
     crawl_costs.print_table({"sizes": [size], "pages_per_host": 10, "repeat": 3, "machine": {
         "cpus": 2, "python": "3.11", "load_average_1m_at_end": 1.0}})
     assert "extractor" in capsys.readouterr().out
+
+
+def test_cpu_figures_cap_the_rate_by_two_cores_and_by_the_busiest_process() -> None:
+    one = e2e_vs_scrapy.cpu_figures([{"scrapy-0": 10.0, "simweb": 1.0}])
+    assert (one["cpu_ms_per_page"], one["two_idle_cores_pages_per_second"]) == (10.0, 100.0)
+    many = e2e_vs_scrapy.cpu_figures([{"extractor": 4.0, "scheduler": 2.0, "broker": 6.0, "simweb": 1.0}])
+    assert many["busiest_process_ms_per_page"] == 4.0  # the broker is threaded, not one core's worth
+    assert many["two_idle_cores_pages_per_second"] == pytest.approx(2000 / 12.0, abs=0.05)
