@@ -11,9 +11,12 @@ service's own code:
 - inserts: fresh page-links batches (``--pages`` pages of 50 links each; the pages are
   stored, never-fetched URLs; half of their links go to URLs already stored, half to new
   ones) through the handler's path, ``write_pipelined`` (rows of the next chunk built while
-  the previous one is written), links per second of wall time and per CPU-second of this
-  process; also other batches through ``LinkStore.write`` alone, rows built beforehand (the
-  database side);
+  the previous one is written), once with the service's host groups written side by side
+  (``TRAWL_LINKBASE_WRITE_GROUPS``) and once with one writer, the two taking turns going
+  first: links per second of wall time, and per CPU-second of this process and of the
+  PostgreSQL server's processes (read from /proc; less at the mercy of the machine's load
+  than wall time); also other batches through ``LinkStore.write`` alone, rows built
+  beforehand (the database side);
 - seen checks: :func:`services.linkbase.seen.seen` on batches of 10,000 URLs, half stored
   and half not, URL checks per second (the plan is printed: primary-key index probes).
 
