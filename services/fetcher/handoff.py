@@ -45,6 +45,7 @@ from typing import Any
 from libs.common.kafka.consumer import Record
 from services.fetcher.clock import Clock
 from services.fetcher.fetch_core import FetchCore
+from services.fetcher.finished_requests import FinishedRequests
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +80,10 @@ class Handoff:
         grace: float,
         settle_timeout: float = 30.0,
         wall: Callable[[], float] = time.time,
+        finished: FinishedRequests | None = None,
     ) -> None:
         self._core = core
+        self._finished = finished
         self._clock = clock
         self._flush = flush
         self._handoff_delay = handoff_delay
@@ -102,6 +105,17 @@ class Handoff:
         logger.info("took over partitions %s", sorted(n for _, n in partitions))
 
     # called on the event loop ----------------------------------------------------------------
+
+    async def finished_before(self, record: Record[Any]) -> bool:
+        """Whether ``record`` is an inherited request its partition's previous owner already finished."""
+        if self._finished is None:
+            return False
+        with self._lock:
+            part = self._partitions.get(record.partition)
+        if part is None or part.leaving or record.timestamp_ms > part.assigned_at_ms + CLOCK_SKEW_MS:
+            return False
+        return await self._finished.finished(record.partition, part.assigned_at_ms, record.value.request_id,
+                                             record.timestamp_ms)
 
     async def admit(self, record: Record[Any]) -> bool:
         """Start serving ``record``'s request: False if its partition is not (or no longer) owned here.

@@ -15,6 +15,7 @@ from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
 from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
+from services.fetcher.finished_requests import FinishedRequests
 from services.fetcher.handoff import Handoff
 from services.fetcher.http_client import HttpFetcher
 from services.fetcher.politeness import HostPoliteness
@@ -93,7 +94,8 @@ async def build(env: Mapping[str, str]) -> Service:
     )
     core = FetchCore(http, robots, politeness, clock, keys)
     handoff = Handoff(
-        core, clock, producer.flush, handoff_delay=settings.handoff_delay, grace=settings.handoff_grace
+        core, clock, producer.flush, handoff_delay=settings.handoff_delay, grace=settings.handoff_grace,
+        finished=FinishedRequests(kafka),
     )
     worker = FetchWorker(
         core, producer, clock, handoff, discoveries=discoveries, body_codec=settings.body_codec,
@@ -107,6 +109,8 @@ async def build(env: Mapping[str, str]) -> Service:
         handler=worker,
         producer=producer,
         concurrency=settings.concurrency,
+        commit_interval=settings.commit_interval,
+        poll_timeout=min(0.2, settings.commit_interval),  # the loop commits between polls
         listener=handoff,
         revoke_timeout=settings.handoff_grace + 60.0,
     )

@@ -15,6 +15,12 @@ class FetcherSettings:
     )
     robots_token: str = setting("TRAWL_FETCHER_ROBOTS_TOKEN", "trawl", "User-agent token matched in robots.txt.")
     concurrency: int = setting("TRAWL_FETCHER_CONCURRENCY", 64, "Fetches in progress at once (over all hosts).")
+    commit_interval: float = setting(
+        "TRAWL_FETCHER_COMMIT_INTERVAL",
+        0.1,
+        "How often the fetcher commits the requests it finished, once their results are acknowledged: a fetcher"
+        " that crashes has them fetched again by the next owner, so this bounds the pages a crash refetches.",
+    )
     connect_timeout: float = setting("TRAWL_FETCHER_CONNECT_TIMEOUT", 5.0, "Seconds to open a connection.")
     total_timeout: float = setting(
         "TRAWL_FETCHER_TOTAL_TIMEOUT", 30.0, "Seconds for a whole fetch, redirects and body included."

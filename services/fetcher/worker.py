@@ -48,6 +48,10 @@ HOSTS_IN_FLIGHT = Gauge("trawl_fetcher_hosts_in_flight", "Hosts with a fetch req
 HOST_IN_FLIGHT_MAX = Gauge("trawl_fetcher_host_in_flight_max", "Most fetch requests in hand for one host.")
 PARKED_HOSTS = Gauge("trawl_fetcher_parked_hosts", "Hosts refusing requests after repeated failures.")
 HANDED_ON = Counter("trawl_fetcher_handed_on_total", "Fetch requests handed on to a partition's next owner.")
+FINISHED_BEFORE = Counter(
+    "trawl_fetcher_finished_before_total",
+    "Inherited fetch requests not fetched again: the partition's previous owner had published their outcome.",
+)
 
 STATUS = {
     "ok": pb.FETCH_STATUS_OK,
@@ -127,6 +131,10 @@ class FetchWorker:
             await self.handle(request)
             return
         try:
+            if await self._handoff.finished_before(record):
+                FINISHED_BEFORE.inc()
+                log.info("finished by the partition's previous owner", extra={"url": request.url, "host": request.host})
+                return
             if not await self._handoff.admit(record):
                 self.hand_on(record, self._handoff.stamp_ms(request.host))
                 return
