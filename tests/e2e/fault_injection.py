@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import random
 import threading
@@ -34,20 +36,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from cli.stack import health
 from cli.stack.processes import ServiceProcess
 from libs.common.kafka.ends import read_to_end
-from libs.common.kafka.lag import group_lag
-from libs.common.topics import (
-    CASH_TRANSFERS,
-    DEAD_LETTERS,
-    DISCOVERED_URLS,
-    DOCUMENTS,
-    DUPLICATE_VERDICTS,
-    FETCH_OUTCOMES,
-    FETCH_REQUESTS,
-    FETCH_RESULTS,
-    IMPORTANCE_UPDATES,
-    PAGE_LINKS,
-    Topic,
-)
+from libs.common.kafka.lag import committed_offsets, group_lag
+from libs.common.topics import DEAD_LETTERS, Topic
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalPostgres
 from libs.localinfra.ports import free_port
@@ -55,15 +45,6 @@ from tests.e2e.crawl_harness import CrawlStack
 
 log = logging.getLogger(__name__)
 
-CONSUMED: dict[str, tuple[Topic, ...]] = {
-    "scheduler": (DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES),
-    "fetcher": (FETCH_REQUESTS,),
-    "extractor": (FETCH_RESULTS,),
-    "dedup": (DOCUMENTS,),
-    "linkbase": (PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES),
-    "importance": (PAGE_LINKS, CASH_TRANSFERS),
-}
-"""The topics each service consumes (its ``main.py``): whom a poison message on a topic reaches."""
 
 POISON = b"\xff" * 12 + b"poison"
 """Not a protobuf message of any type: a varint longer than ten bytes."""
@@ -104,6 +85,7 @@ class Kill:
     service: str
     pid: int
     at: float  # seconds since the chaos started
+    wall: float  # time.time() of the kill, to compare with the simulated web's request log
     uptime: float  # seconds the process had been serving when it was killed
     down: float  # seconds before it was started again
     fetched: int  # pages fetched when it was killed
@@ -149,8 +131,8 @@ class ServiceChaos:
         return sorted(self.kills, key=lambda k: k.at)
 
     def _record(self, kill: Kill) -> None:
-        line = (f"{kill.at:7.2f}s kill {kill.service} (pid {kill.pid}) after {kill.uptime:.2f}s serving,"
-                f" down {kill.down:.2f}s, {kill.fetched} pages fetched")
+        line = (f"{kill.at:7.2f}s (wall {kill.wall:.3f}) kill {kill.service} (pid {kill.pid})"
+                f" after {kill.uptime:.2f}s serving, down {kill.down:.2f}s, {kill.fetched} pages fetched")
         log.warning("chaos: %s", line)
         with self._lock:
             self.kills.append(kill)
@@ -168,7 +150,7 @@ class ServiceChaos:
                 pid = process.pid
                 assert pid is not None and process.alive(), f"{name} died on its own: see {process.log_path}"
                 process.kill()
-                self._record(Kill(name, pid, time.monotonic() - self._started, uptime, down,
+                self._record(Kill(name, pid, time.monotonic() - self._started, time.time(), uptime, down,
                                   fetched_count(self._dsn)))
                 time.sleep(down)
                 process.start()
@@ -208,12 +190,36 @@ class Replicas:
             process.stop(timeout=60)
 
 
-def group_assignment(bootstrap: str, group: str, timeout: float = 10.0) -> dict[str, set[tuple[str, int]]]:
-    """Each member (by member id) of a consumer group with the partitions it owns, as the broker describes it."""
+def committed_topics(bootstrap: str, group: str, timeout: float = 10.0) -> set[str]:
+    """The topics a consumer group has committed offsets of: those it consumes, once it consumed anything."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    description = admin.describe_consumer_groups([group], request_timeout=timeout)[group].result(timeout)
-    return {member.member_id: {(tp.topic, tp.partition) for tp in member.assignment.topic_partitions}
-            for member in description.members}
+    return {topic for topic, _partition in committed_offsets(admin, group, None, timeout)}
+
+
+def owned_partitions(service_log: Path) -> set[tuple[str, int]]:
+    """The partitions a service process owns now, replayed from its log's ``assigned`` and ``revoked`` lines.
+
+    (The broker's own view is not available: Tansu describes a group without its members.) Eager
+    assignment revokes and assigns everything, cooperative assignment only what moves; replaying
+    both gives the current ownership. The log of a restarted process starts over at its ``started`` line.
+    """
+    owned: set[tuple[str, int]] = set()
+    for line in service_log.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        msg = str(entry.get("msg", ""))
+        if entry.get("logger") == "libs.common.service" and msg.endswith(" started"):
+            owned.clear()
+        elif entry.get("logger") == "libs.common.kafka.consumer" and msg.startswith(("assigned [", "revoked [")):
+            verb, listed = msg.split(" ", 1)
+            parts = set()
+            for name in ast.literal_eval(listed):
+                topic, number = name[:-1].rsplit("[", 1)
+                parts.add((topic, int(number)))
+            owned = owned | parts if verb == "assigned" else owned - parts
+    return owned
 
 
 def dead_letter_metric(metrics_port: int) -> dict[tuple[str, str, str], float]:
@@ -306,8 +312,8 @@ def crawl_quiet(stack: CrawlStack) -> str | None:
     if pending and pending[0]:
         return f"{pending[0]} discoveries not announced"
     for service, group in CrawlStack.groups(stack.prefix).items():
-        topics = [stack.prefix + t.name for t in CONSUMED[service]]
         try:
+            topics = sorted(committed_topics(stack.bootstrap, group))
             behind = sum(p.lag for p in group_lag(stack.bootstrap, group, topics))
         except Exception as exc:  # the broker's admin API may time out under load: not quiet yet
             return f"lag of {group}: {exc}"
