@@ -100,3 +100,37 @@ async def test_revoking_settles_requests_in_hand_and_refuses_later_ones(setup) -
     assert len(server.requests) == 4
     # The cut-short request counts until it was cut: the host's next request waits the gap from then.
     assert handoff.stamp_ms("b.test") >= int(time.time() * 1000) - 50
+
+
+class Finished:
+    """What the outcome and result topics say was finished: request "done" of partition 0."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[int, str]] = []
+
+    async def finished(self, partition: int, assigned_at_ms: int, request_id: str, produced_ms: int) -> bool:
+        self.asked.append((partition, request_id))
+        return partition == 0 and request_id == "done"
+
+
+def with_id(rec: Record[Any], request_id: str) -> Record[Any]:
+    rec.value.request_id = request_id
+    return rec
+
+
+async def test_only_inherited_requests_are_looked_up_as_finished_by_the_previous_owner(
+    setup: tuple[FetchCore, Handoff, list[str], Any],
+) -> None:
+    core, _handoff, _flushes, server = setup
+    finished = Finished()
+    handoff = Handoff(core, SystemClock(), lambda: asyncio.sleep(0), handoff_delay=HANDOFF_DELAY, grace=0.3,
+                      finished=finished)  # type: ignore[arg-type]  # the topics' answer, without a broker
+    handoff.assigned([("trawl.fetch-requests", 0)])
+    old = int(time.time() * 1000) - 60_000
+    url = f"http://a.test:{server.port}/p"
+    assert await handoff.finished_before(with_id(record(url, produced_ms=old), "done"))
+    assert not await handoff.finished_before(with_id(record(url, produced_ms=old), "other"))
+    fresh = int(time.time() * 1000) + CLOCK_SKEW_MS + 1000  # produced after the assignment: not inherited
+    assert not await handoff.finished_before(with_id(record(url, produced_ms=fresh), "done"))
+    assert not await handoff.finished_before(with_id(record(url, partition=3, produced_ms=old), "done"))  # not owned
+    assert finished.asked == [(0, "done"), (0, "other")]
