@@ -47,14 +47,14 @@ class ImportanceSettings:
         "Discovery weight of a directory index page (path ending in /), times its known site size.",
     )
     page_weight: float = setting(
-        "TRAWL_IMPORTANCE_PAGE_WEIGHT", 1.0,
-        "Discovery weight of any other page (1: textbook AOPIC; 0: such a page gets no cash from the virtual"
-        " page, only from its in-links).",
+        "TRAWL_IMPORTANCE_PAGE_WEIGHT", 0.0,
+        "Discovery weight of any other page (0: such a page gets no cash from the virtual page while home and"
+        " index pages wait, only from its in-links; 1 with the other weights at 1: textbook AOPIC).",
     )
     site_size_exponent: float = setting(
         "TRAWL_IMPORTANCE_SITE_SIZE_EXPONENT", 1.0,
         "Exponent of the known site size (URLs of the host) in the discovery weight of home and index pages;"
-        " 0 with both weights at 1: textbook AOPIC (equal shares).",
+        " 0 with all three weights at 1: textbook AOPIC (equal shares).",
     )
     announce_growth: float = setting(
         "TRAWL_IMPORTANCE_ANNOUNCE_GROWTH", 1.0,
