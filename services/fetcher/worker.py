@@ -181,7 +181,7 @@ class FetchWorker:
             FETCH_SECONDS.observe(response.elapsed)
             FETCH_BYTES.inc(len(response.body))
             if attempt.outcome in ("ok", "too_large", "http_error"):
-                self._producer.send(FETCH_RESULTS, request.host, self._result(
+                self._producer.send(FETCH_RESULTS, request.host, self.result_message(
                     request, response, status, error, fetched_at_ms, elapsed_ms))
             if self._discoveries is not None:
                 self._discoveries.redirects(request.url, request.depth, response)
@@ -205,7 +205,7 @@ class FetchWorker:
             ),
         )
 
-    def _result(self, request: pb.FetchRequest, response: HttpResponse, status: pb.FetchStatus.ValueType,
+    def result_message(self, request: pb.FetchRequest, response: HttpResponse, status: pb.FetchStatus.ValueType,
                 error: str, fetched_at_ms: int, elapsed_ms: int) -> pb.FetchResult:
         """The fetch result, its body encoded within the room the rest of the message leaves."""
         result = pb.FetchResult(
