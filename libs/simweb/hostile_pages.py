@@ -13,7 +13,8 @@ long-attributes           ``/attribute`` (a 1 MiB ``title``), ``/href`` (a 1 MiB
 idn                       ``/``: links to IDN homographs (Cyrillic letters in the registered
                           domain or a subdomain) and to a name IDNA forbids
 flood                     ``/same-link`` (one link 50,000 times), ``/many-links`` (20,000
-                          distinct links), ``/copy/N`` (the same page at every N)
+                          distinct links), ``/dense/N`` (2 MiB of distinct links, about
+                          100,000), ``/copy/N`` (the same page at every N)
 ========================  ==================================================
 
 Every link target is on ``.test`` hosts or ``.example`` names: nothing here leads off
@@ -91,6 +92,9 @@ def _flood(kind: str) -> str:
     """``kind``: ``/same-link``, ``/many-links``, or anything else for the copied page."""
     if kind == "/same-link":
         return _html('<a href="/the-one">again</a> ' * SAME_LINK_REPEATS)
+    if kind == "/dense":
+        links = "".join(f'<a href="/d/{i}">{i}</a> ' for i in range(110_000))
+        return _html(links)[: 2 * MEGABYTE]
     if kind == "/many-links":
         return _html("".join(f'<a href="/item/{i}">item {i}</a> ' for i in range(DISTINCT_LINKS)))
     text = "The same article, word for word, at every address this host serves. " * 40
@@ -108,6 +112,6 @@ def hostile_page(part: str, path: str) -> web.Response:
     if part == "idn":
         return web.Response(text=_idn(), content_type="text/html")
     if part == "flood":
-        kind = path if path in ("/same-link", "/many-links") else "/copy"
+        kind = path if path in ("/same-link", "/many-links") else "/dense" if path.startswith("/dense/") else "/copy"
         return web.Response(text=_flood(kind), content_type="text/html")
     raise ValueError(f"no page host plays {part!r}")

@@ -40,6 +40,7 @@ HTML_TYPES = ("text/html", "application/xhtml+xml", "")
 MAX_HTML_BYTES: int = ExtractorSettings.max_html_bytes
 PHASE_BYTES: int = ExtractorSettings.phase_bytes
 MAX_CONTENT_ELEMENTS: int = ExtractorSettings.max_content_elements
+TAG_WEIGHT = 32
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ class _Page:
     binary: bool = False  # served as HTML, but binary data: no text, no links
     link_set: PageLinkSet | None = None
     content: PageContent | None = None
+    weight: int = 0  # what the page counts for in a phase's phase_bytes (see _weight)
 
 
 def _prepare(result: pb.FetchResult, options: ExtractionOptions) -> _Page:
@@ -161,10 +163,20 @@ def _prepare(result: pb.FetchResult, options: ExtractionOptions) -> _Page:
             log.warning("redirect target %r of %s is not crawlable (%s)", result.final_url[:200], page_url, exc.reason)
     body = decode_body(result, options.max_html_bytes)
     if looks_binary(body):
-        return _Page(result, page_url, final_url, "", None, binary=True)
+        return _Page(result, page_url, final_url, "", None, binary=True, weight=len(body))
     content_type = next(iter(_headers(result, "content-type")), result.content_type)
     html, charset = decode_html(body, content_type or None)
-    return _Page(result, page_url, final_url, charset, parse_html(html))
+    return _Page(result, page_url, final_url, charset, parse_html(html), weight=_weight(body))
+
+
+def _weight(body: bytes) -> int:
+    """Bytes of HTML a page counts for in a phase: its size, or TAG_WEIGHT per tag if that is more.
+
+    A tree costs about 400 bytes per element: ordinary pages (a tag every 50 bytes or so) weigh
+    their size, pages dense in elements (20,000 links in 2 MiB) weigh up to three times more,
+    so that a phase of them holds no more tree than a phase of ordinary pages.
+    """
+    return max(len(body), TAG_WEIGHT * body.count(b"<"))
 
 
 def _read_links(page: _Page, options: ExtractionOptions) -> None:
@@ -236,8 +248,8 @@ def extract_pages(
     page's links, then run trafilatura on every page, then build the messages)
     rather than page by page: each phase's code and data stay in the CPU caches,
     which measured about 10% faster on one core (``docs/benchmarks.md``). A phase
-    holds at most ``options.phase_bytes`` of HTML at a time, so big pages cannot
-    pile up trees in memory.
+    holds at most ``options.phase_bytes`` of HTML at a time (pages dense in elements
+    count for more, :func:`_weight`), so big pages cannot pile up trees in memory.
     """
     out: list[Extracted | PoisonMessage | None] = [None] * len(results)
     start = 0
@@ -247,8 +259,9 @@ def extract_pages(
         while start < len(results) and (not group or size < options.phase_bytes):
             result = results[start]
             try:
-                group.append((start, _prepare(result, options)))
-                size += result.body_size or len(result.body)
+                page = _prepare(result, options)
+                group.append((start, page))
+                size += page.weight
             except PoisonMessage as exc:
                 out[start] = exc
             start += 1

@@ -186,12 +186,16 @@ CASES = [
     Case("20,000 distinct links are capped", "flood", "/many-links", "OK", "",
          (_links(lambda links, page: len(links) == 5000 and page.links_truncated),)),
     Case("the same page at many addresses has one fingerprint", "flood", "/copy/1", "OK", "", (_document(),)),
+    Case("2 MiB pages of 100,000 links, several in a batch", "flood", "/dense/1", "OK", "",
+         (_links(lambda links, page: len(links) == 5000 and page.links_truncated),
+          _document("fallback:too_many_elements"))),
     # fetch results handed straight to the extractor
     Case("zlib bomb as a fetch result", "direct", "/bomb", None, "", (_document("not_html:binary_body"),)),
     Case("corrupt zlib body", "direct", "/corrupt", None, "", (_dead_letter("corrupt zlib body"),)),
     Case("unknown body codec", "direct", "/codec", None, "", (_dead_letter("unknown body codec"),)),
 ]
 COPIES = [f"/copy/{i}" for i in range(1, 6)]
+DENSE = [f"/dense/{i}" for i in range(2, 5)]  # with /dense/1 of the table: more than one per batch
 
 
 def _direct_results() -> list[pb.FetchResult]:
@@ -255,7 +259,7 @@ def suite(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Ite
     running = Suite(rig)
     try:
         fetched = list(dict.fromkeys([running.url(c) for c in CASES if c.status is not None]
-                                     + [rig.url("flood", p) for p in COPIES]))
+                                     + [rig.url("flood", p) for p in COPIES + DENSE]))
         rig.request(fetched)
         rig.send_results(_direct_results())
         rig.wait(lambda: len(rig.outcomes()) == len(fetched), 150,

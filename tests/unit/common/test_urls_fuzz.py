@@ -24,8 +24,8 @@ from libs.common.urls import (
     url_host,
 )
 
-FUZZ = settings(max_examples=400, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
-"""Bounded: a fixed number of examples; the deadline (5 s each) only catches pathological slowness."""
+FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+"""Bounded by the number of examples; no deadline per example, which a loaded machine would trip."""
 
 SEEDS = [
     "http://www.example.com/",

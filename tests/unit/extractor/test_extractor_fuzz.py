@@ -24,8 +24,8 @@ from services.extractor.links import LinkOptions
 from services.extractor.page_extractor import ExtractionOptions, extract_page
 from tests.corpus.loader import CorpusCase, load_corpus
 
-FUZZ = settings(max_examples=200, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
-"""Bounded: a fixed number of examples; the deadline (5 s each) only catches pathological slowness."""
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+"""Bounded by the number of examples; no deadline per example, which a loaded machine would trip."""
 
 MAX_LINKS = 200
 OPTIONS = ExtractionOptions(links=LinkOptions(max_links=MAX_LINKS), max_html_bytes=256 * 1024)

@@ -223,3 +223,12 @@ def test_only_html_results_are_extracted() -> None:
     failed = fetch_result(ARTICLE)
     failed.status = pb.FETCH_STATUS_HTTP_ERROR
     assert not should_extract(failed)
+
+
+def test_pages_dense_in_elements_weigh_more_in_a_phase() -> None:
+    from services.extractor.page_extractor import TAG_WEIGHT, _weight
+
+    ordinary = b"<p>" + b"A sentence of ordinary prose, long enough to hold a few words. " * 20 + b"</p>"
+    dense = b"".join(b'<a href="/d/%d">%d</a> ' % (i, i) for i in range(1000))
+    assert _weight(ordinary) == len(ordinary)
+    assert _weight(dense) == TAG_WEIGHT * 2000 > 2 * len(dense)

@@ -20,8 +20,8 @@ from services.fetcher.http_response import HttpResponse
 from services.fetcher.robots import RobotsCache, RobotsPolicy
 
 ORIGIN = "http://site.test"
-FUZZ = settings(max_examples=250, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
-"""Bounded: a fixed number of examples; the deadline (5 s each) only catches pathological slowness."""
+FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+"""Bounded by the number of examples; no deadline per example, which a loaded machine would trip."""
 
 _VALID = (
     b"User-agent: *\nDisallow: /private/\nAllow: /private/ok\nCrawl-delay: 2\n"
