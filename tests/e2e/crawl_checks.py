@@ -11,10 +11,12 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cli.crawl_report import politeness_check
@@ -68,6 +70,12 @@ def lost_urls(stack: CrawlStack) -> dict[str, list[Any]]:
         "SELECT u.url FROM linkbase.urls u WHERE u.announce_state = 0 AND EXISTS"
         " (SELECT 1 FROM linkbase.links l WHERE l.target_fp = u.url_fp AND NOT l.nofollow)")
     return {what: rows for what, rows in lost.items() if rows}
+
+
+def lease_expiries(stack: CrawlStack, extra_logs: Sequence[Path] = ()) -> int:
+    """Requests the schedulers queued again because no outcome came within the lease (from their logs)."""
+    logs = [stack.processes["scheduler"].log_path, *extra_logs]
+    return sum(int(n) for path in logs for n in re.findall(r"(\d+) in-flight requests expired", path.read_text()))
 
 
 def frontier_statuses(stack: CrawlStack) -> dict[str, int]:
