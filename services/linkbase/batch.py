@@ -131,7 +131,9 @@ class LinkbaseBatch:
         links: dict[int, LinkRow] = {}
         bad: dict[int, BadLinkRow] = {}
         site = registered_domain(page.host)
-        for link in msg.links:
+        page_nofollow = msg.nofollow
+        hosts = self.hosts
+        for link in msg.links:  # the hot loop of the link base (one pass per link): attributes read once
             anchor = clean_text(link.anchor, ANCHOR_LIMIT)
             target = _target_or_reason(link)
             if isinstance(target, str):
@@ -139,13 +141,16 @@ class LinkbaseBatch:
                 key = text_hash(href)
                 bad.setdefault(key, BadLinkRow(page.host_id, page.fp, key, href, target, anchor))
                 continue
-            self._host(target)
+            if target.host_id not in hosts:
+                self._host(target)
             link_class = link.link_class
             if link_class not in _FOLLOWABLE_CLASSES:
                 same_site = registered_domain(target.host) == site
                 link_class = pb.LINK_CLASS_INTERNAL if same_site else pb.LINK_CLASS_EXTERNAL
-            row = LinkRow(page, target, anchor, link_class, link.nofollow, not (msg.nofollow or link.nofollow),
-                          clean_text(link.context, CONTEXT_LIMIT))
+            nofollow = link.nofollow
+            context = link.context
+            row = LinkRow(page, target, anchor, link_class, nofollow, not (page_nofollow or nofollow),
+                          clean_text(context, CONTEXT_LIMIT) if context else "")
             seen = links.get(target.fp)
             links[target.fp] = row if seen is None else merge_links(seen, row)
         self.pages[page.fp] = _Page(PageRow(page, max(0, msg.depth), msg.fetched_at_ms), links, bad)

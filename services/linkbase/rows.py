@@ -33,7 +33,9 @@ _HOST_DOWN = frozenset({pb.FETCH_STATUS_HTTP_ERROR, pb.FETCH_STATUS_NETWORK_ERRO
 
 def clean_text(text: str, limit: int) -> str:
     """``text`` without NUL characters (PostgreSQL text cannot hold them), cut to ``limit`` characters."""
-    return text.replace("\x00", "")[:limit]
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text if len(text) <= limit else text[:limit]
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -98,24 +100,31 @@ def _has_dot_segment(path: str) -> bool:
     return any(segment in (".", "..") for segment in path.split("/"))
 
 
+def _host_if_normal(url: str) -> str | None:
+    """The host of ``url`` when it is visibly in normal form already (normalising changes nothing), else None."""
+    match = _ALREADY_NORMAL.fullmatch(url)
+    if match is None:
+        return None
+    policy = installed_policy()  # its strip list and query sorting only touch what the pattern excludes
+    host = match.group(1)
+    if (
+        len(url) <= policy.max_length
+        and url[: url.index(":")] in policy.allowed_schemes
+        and len(host) <= 253
+        and "xn--" not in host
+        and not _has_dot_segment(url[match.end(1) :])
+    ):
+        return host
+    return None
+
+
 def normal_form(url: str) -> str:
     """``normalize_url(url)``, skipping the work for a URL that is visibly in normal form already.
 
     Links arrive normalised by the extractor (the proto's contract), so most take the short
     path; anything else (escapes, a query, a port, an IDN, dot segments, ...) is normalised.
     """
-    match = _ALREADY_NORMAL.fullmatch(url)
-    policy = installed_policy()  # its strip list and query sorting only touch what the pattern excludes
-    if (
-        match is not None
-        and len(url) <= policy.max_length
-        and url[: url.index(":")] in policy.allowed_schemes
-        and len(match.group(1)) <= 253
-        and "xn--" not in match.group(1)
-        and not _has_dot_segment(url[match.end(1) :])
-    ):
-        return url
-    return normalize_url(url)
+    return url if _host_if_normal(url) is not None else normalize_url(url)
 
 
 def _host_of(normalized: str) -> str:
@@ -136,8 +145,12 @@ def resolve(url: str) -> UrlRef:
     The URL is normalised once: its fingerprint is :func:`~libs.common.urls.url_fingerprint`'s
     hash taken of the normal form directly (``url_fingerprint`` would normalise it again).
     """
-    normalized = normal_form(url)
-    host = _host_of(normalized)
+    host = _host_if_normal(url)
+    if host is None:
+        normalized = normalize_url(url)
+        host = _host_of(normalized)
+    else:
+        normalized = url
     fp: int = mmh3.hash64(normalized.encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
     hid = host_id(host)
     return UrlRef(fp, normalized, host, hid, (hid, fp))

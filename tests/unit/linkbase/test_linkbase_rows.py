@@ -124,13 +124,15 @@ _FAST = r"https?://(?:[a-z0-9](?:[a-z0-9-]{0,8}[a-z0-9])?\.){1,3}[a-z]{2,6}(?:/[
 @settings(max_examples=2000, deadline=None)
 @given(st.from_regex(_FAST, fullmatch=True))
 def test_the_short_path_agrees_with_the_normaliser(url: str) -> None:
-    from libs.common.urls import normalize_url
+    from libs.common.urls import normalize_url, url_host
 
     try:
         expected = normalize_url(url)
     except InvalidUrl:
         return
     assert normal_form(url) == expected
+    ref = resolve.__wrapped__(url)  # the host the short path takes from the pattern is the normaliser's
+    assert (ref.url, ref.host) == (expected, url_host(expected))
 
 
 def test_urls_not_visibly_normal_take_the_normaliser() -> None:
