@@ -282,22 +282,27 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int) -> Sample:
 
 
 async def baseline_run(dsn: str, args: Any) -> Sample:
-    """The naive per-host dispatch loop with apply_outcomes, in rounds of ``args.batch``, in this process."""
+    """The naive per-host dispatch loop with apply_outcomes, in rounds of ``args.batch``, in this process.
+
+    The clock starts after the first round and stops once ``args.baseline_requests`` URLs were
+    dispatched, after at least one more round.
+    """
     settings = SchedulerSettings()
     db = Database(DatabaseSettings(dsn=dsn), "bench-scheduler-baseline")
     await db.start()
     try:
         store = FrontierStore(db, PARTITIONS)
-        done, warm_at, warm_done = 0, 0.0, 0
-        while done < args.baseline_requests:
+        done, rounds, started, first = 0, 0, 0.0, 0
+        while done < args.baseline_requests or rounds < 2:
             rows = await dispatch_per_host(db, store, args.batch)
             applied = await store.apply_outcomes(outcomes_for(rows), settings.max_attempts, settings.retry_base_seconds)
             if not rows or applied != len(rows):
                 raise AssertionError(f"baseline: dispatched {len(rows)}, applied {applied}")
             done += len(rows)
-            if not warm_at and done >= args.baseline_requests // 5:
-                warm_at, warm_done = time.perf_counter(), done
-        rate = (done - warm_done) / (time.perf_counter() - warm_at)
+            rounds += 1
+            if rounds == 1:
+                started, first = time.perf_counter(), done
+        rate = (done - first) / (time.perf_counter() - started)
     finally:
         await db.stop()
     return Sample(rate, 0.0, 0.0)
@@ -395,8 +400,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=60_000, help="Requests per measurement.")
     parser.add_argument("--warmup", type=int, default=10_000, help="Requests before the clock starts.")
     parser.add_argument("--timeout", type=float, default=300.0, help="Longest a measurement may take (s).")
-    parser.add_argument("--baseline-requests", type=int, default=4000,
-                        help="Requests per baseline measurement (the first fifth is its warm-up).")
+    parser.add_argument("--baseline-requests", type=int, default=10_000,
+                        help="Requests per baseline measurement (its first round is the warm-up).")
     parser.add_argument("--no-baseline", action="store_true", help="Measure the scheduler service only.")
     parser.add_argument("--log", default="/tmp/bench-scheduler-scale.log", help="The scheduler's stderr.")
     parser.add_argument("--profile", default="", help="Profile the scheduler with cProfile into PATH.<run>.")
