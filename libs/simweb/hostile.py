@@ -314,13 +314,14 @@ class HostileWeb:
         return HostileAnswer(200, _page("only over https, with a certificate nobody signed"))
 
     async def _stall(self, request: web.Request, path: str) -> HostileAnswer:
+        response = web.StreamResponse(headers={"Content-Type": _HTML})
         if path == "/after-headers":
-            response = web.StreamResponse(headers={"Content-Type": _HTML})
             await response.prepare(request)
-            await asyncio.sleep(60)
-            return HostileAnswer(200, response)
-        await asyncio.sleep(60)
-        return HostileAnswer(200, _page("too late"))
+        for _ in range(120):  # a minute, or until the client gave up (so that the server can stop)
+            if request.transport is None or request.transport.is_closing():
+                break
+            await asyncio.sleep(0.5)
+        return HostileAnswer(200, response if path == "/after-headers" else _page("too late"))
 
     async def _lying_length(self, request: web.Request, path: str) -> HostileAnswer:
         transport = request.transport
