@@ -135,7 +135,7 @@ def replica_crawl(
             before = wait_for_assignment(stack, pairs)
             consumed = consumed_topics(stack.prefix, before)
             wait_fetched(stack.dsn, len(expected) // 3)
-            killed_at = time.monotonic()
+            killed_at, killed_wall = time.monotonic(), time.time()
             for process in stack.processes.values():
                 process.kill()
             after = wait_for_assignment(stack, {s: [replicas.processes[f"{s}.2"]] for s in pairs}, consumed)
@@ -150,8 +150,10 @@ def replica_crawl(
                     assert process.alive(), f"{name} exited: see {process.log_path}"
 
             wait_until_quiet(stack, timeout=300, alive=survivors_alive)
-            yield ReplicaCrawl(stack, replicas, web, list(simweb.request_log), expected, before, after,
-                               takeover, fetched, consumed)
+            requests = list(simweb.request_log)
+            (logs / "requests.jsonl").write_text("".join(r.to_json() + "\n" for r in requests))
+            (logs / "kills.txt").write_text(f"{killed_wall:.3f}\n")
+            yield ReplicaCrawl(stack, replicas, web, requests, expected, before, after, takeover, fetched, consumed)
         finally:
             replicas.stop_all()
 
