@@ -54,9 +54,6 @@ ENV = {
     "TRAWL_FETCHER_HANDOFF_DELAY": "1.0",  # covers the largest gap of this web (the Crawl-delay)
     "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
     "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
-    # A request whose outcome never comes is queued again after the lease (its default, 300 s, would
-    # outlast the test); the expiries are reported by the tests, and a request fetched twice counts.
-    "TRAWL_SCHEDULER_LEASE_SECONDS": "60",
 }
 
 

@@ -63,8 +63,8 @@ ENV = {
     "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
     "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
     # A request whose outcome never comes is queued again after the lease (its default, 300 s, would
-    # outlast the test); the expiries are reported by the tests, and a request fetched twice counts.
-    "TRAWL_SCHEDULER_LEASE_SECONDS": "60",
+    # outlast the test); the expiries are reported, and a request fetched twice counts against the 1%.
+    "TRAWL_SCHEDULER_LEASE_SECONDS": "120",
 }
 Assignment = dict[str, dict[str, set[tuple[str, int]]]]  # service -> process name -> partitions
 
