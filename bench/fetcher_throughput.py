@@ -49,7 +49,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -173,6 +173,7 @@ class TrawlRun:
     politeness_wait: float
     cpu_ms_per_page: float
     broker_cpu_ms_per_page: float
+    failures: Counter[str]
 
 
 @dataclass(frozen=True)
@@ -231,6 +232,7 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
     robots = RobotsCache(polite_robots_fetch(http, politeness), user_agent_token="trawl", clock=clock)
     core = FetchCore(http, robots, politeness, clock)
     serial = iter(range(1 << 62))
+    failures: Counter[str] = Counter()
 
     async def fetch_robots(origin: str) -> bool:
         return (await robots.policy(origin)).kind != "disallow_all"
@@ -246,6 +248,8 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
                                    attempt)
                 elif publishing.path == "encode" and attempt.response is not None:
                     encode_body(attempt.response.body, publishing.codec)
+                if attempt.outcome != "ok":
+                    failures[attempt.outcome + (f" {attempt.detail[:40]}" if attempt.detail else "")] += 1
                 return attempt.outcome == "ok"
 
             hosts = sorted({urlsplit(u).hostname or "" for u in urls})
@@ -267,7 +271,7 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             broker = broker_cpu(publishing.broker) - broker
             rate = ok / elapsed
             return TrawlRun(rate, len(urls) / (warm_up + len(urls) / rate), politeness.stats.wait_seconds - waited,
-                            cpu / len(urls) * 1000, broker / len(urls) * 1000)
+                            cpu / len(urls) * 1000, broker / len(urls) * 1000, failures)
     finally:
         await http.stop()
         if archive is not None:
@@ -353,6 +357,8 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
             f"{statistics.median(r.broker_cpu_ms_per_page for r in runs):.3f} ms",
             f"1-minute load at the start of Trawl's repetitions: {min(loads):.1f} to {max(loads):.1f} "
             f"on {os.cpu_count()} CPUs",
+            "Trawl's page fetches that did not end ok, per repetition: "
+            + "; ".join(", ".join(f"{k}: {v}" for k, v in r.failures.most_common(4)) or "none" for r in runs),
         ],
     )
 
