@@ -1,9 +1,11 @@
 """Every service killed with SIGKILL, again and again, during a crawl: nothing is lost, nothing is impolite.
 
 Once a tenth of the web is fetched, each of the six services is killed five
-times, each time at a random moment after it came back (a seeded random.Random per service; the schedule is logged
-and written to ``chaos.log`` beside the services' logs), and started again after
-a random pause. Kills of different services overlap. A restart costs a service
+times within a minute, once at a random moment of each twelve seconds (a seeded
+random.Random per service; the schedule is drawn up front and written to
+``chaos.log`` beside the services' logs), whatever the process is doing then
+(starting, taking its partitions over, working), and started again after a
+random pause. Kills of different services overlap. A restart costs a service
 about ten seconds on a loaded machine, so the crawl moves slowly while the kills
 go on, and the web (a thousand pages over thirty hosts, at least 0.4 s between two
 requests to a host) is still far from crawled at the last kill; the test checks it.
@@ -80,7 +82,7 @@ def chaos_crawl(kafka_bootstrap: str, pg_dsn: str, tmp_path_factory: pytest.Temp
         wait_fetched(stack.dsn, len(expected) // 10)  # kills land in a crawl in full swing
         addresses = {name: f"127.0.0.1:{port}" for name, port in stack.ports.items()}
         chaos = ServiceChaos(stack.processes, addresses, stack.dsn, seed=SEED, kills=KILLS_PER_SERVICE,
-                             uptime=(1.0, 6.0), down=(0.1, 2.0), journal=logs / "chaos.log")
+                             span=60.0, down=(0.1, 2.0), journal=logs / "chaos.log")
         kills = chaos.run()
         print(f"chaos schedule (seed {SEED}): {logs / 'chaos.log'}")
         print((logs / "chaos.log").read_text())
