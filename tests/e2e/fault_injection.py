@@ -1,9 +1,9 @@
 """Faults for the end-to-end tests: services killed on a seeded schedule, replicas, a PostgreSQL outage, poison.
 
 - :class:`ServiceChaos`: one thread per service kills its process with SIGKILL a
-  number of times, at random moments drawn up front (seeded per service, the
-  schedule logged), and restarts it after a random pause; every kill is logged
-  with the crawl's progress at that moment.
+  number of times, each at a random moment after the process serves again
+  (delays drawn up front, seeded per service, logged), and restarts it after a
+  random pause; every kill is logged with the crawl's progress at that moment.
 - :class:`Replicas`: more processes of a service in the same consumer group.
 - :class:`PostgresOutage`: restarts a test's own PostgreSQL server or keeps it
   away for a while, and measures how long it was away.
@@ -86,7 +86,7 @@ class Kill:
     pid: int
     at: float  # seconds since the chaos started
     wall: float  # time.time() of the kill, to compare with the simulated web's request log
-    uptime: float  # seconds since the process was started (the chaos's start for the first kill)
+    uptime: float  # seconds the process had been serving when it was killed
     down: float  # seconds before it was started again
     fetched: int  # pages fetched when it was killed
 
@@ -95,19 +95,19 @@ class ServiceChaos:
     """Kills each service ``kills`` times at random moments and restarts it (see the module docstring).
 
     ``processes`` and ``addresses`` name each service's process and gRPC address.
-    Each service's schedule is drawn up front from its own
-    ``random.Random(f"{seed}:{service}")`` and written to the journal: ``span``
-    seconds are cut into ``kills`` equal slots, and in each slot the process is
-    killed at a uniformly random moment, whatever it is doing (starting, taking
-    partitions over, fetching), then started again ``down`` seconds later (uniform
-    in the range); every kill finds the process of the previous restart alive.
-    Services run their schedules at the same time, so kills of different services
-    overlap.
+    A process is killed ``uptime`` seconds (uniform in the range, from its
+    service's own ``random.Random(f"{seed}:{service}")``) after it answered
+    SERVING, so that each incarnation works for a while before it dies (a
+    restart costs about ten seconds on a loaded machine: kills at fixed times
+    would mostly hit processes still starting), and started again ``down``
+    seconds after the kill. The delays are drawn up front and written to the
+    journal, and so is every kill. Services run their schedules at the same
+    time, so kills of different services overlap.
     """
 
     def __init__(self, processes: Mapping[str, ServiceProcess], addresses: Mapping[str, str], dsn: str, *,
-                 seed: int, kills: int, span: float, down: tuple[float, float], journal: Path,
-                 start_timeout: float = 120.0) -> None:
+                 seed: int, kills: int, uptime: tuple[float, float], down: tuple[float, float],
+                 journal: Path, start_timeout: float = 120.0) -> None:
         self._processes = processes
         self._addresses = addresses
         self._dsn = dsn
@@ -115,34 +115,36 @@ class ServiceChaos:
         self._start_timeout = start_timeout
         self._lock = threading.Lock()
         self._errors: list[str] = []
+        self._halt = threading.Event()  # the test is ending: restart nothing more
         self.kills: list[Kill] = []
         self._started = 0.0
-        slot = span / kills
-        assert slot > down[1] + 0.5, "kills of one service closer than its longest pause"
         self.schedule: dict[str, list[tuple[float, float]]] = {}
         for name in processes:
             rng = random.Random(f"{seed}:{name}")
-            self.schedule[name] = [(i * slot + rng.uniform(0.0, slot - down[1] - 0.5), rng.uniform(*down))
-                                   for i in range(kills)]
+            self.schedule[name] = [(rng.uniform(*uptime), rng.uniform(*down)) for _ in range(kills)]
         with journal.open("a") as out:
             for name, plan in self.schedule.items():
-                out.write(f"schedule {name}: " + ", ".join(f"{at:.2f}s (down {d:.2f}s)" for at, d in plan) + "\n")
+                out.write(f"schedule {name}: " + ", ".join(f"{up:.2f}s serving, down {d:.2f}s" for up, d in plan)
+                          + "\n")
 
     def run(self) -> list[Kill]:
         """Runs every service's schedule to its end; returns the kills in time order."""
         self._started = time.monotonic()
         threads = [threading.Thread(target=self._run_service, args=(name,), name=f"chaos-{name}", daemon=True)
                    for name in self._processes]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            self._halt.set()
         assert not self._errors, self._errors
         return sorted(self.kills, key=lambda k: k.at)
 
     def _record(self, kill: Kill) -> None:
         line = (f"{kill.at:7.2f}s (wall {kill.wall:.3f}) kill {kill.service} (pid {kill.pid})"
-                f" {kill.uptime:.2f}s after its start, down {kill.down:.2f}s, {kill.fetched} pages fetched")
+                f" after {kill.uptime:.2f}s serving, down {kill.down:.2f}s, {kill.fetched} pages fetched")
         log.warning("chaos: %s", line)
         with self._lock:
             self.kills.append(kill)
@@ -152,18 +154,18 @@ class ServiceChaos:
     def _run_service(self, name: str) -> None:
         process = self._processes[name]
         try:
-            started = self._started
-            for at, down in self.schedule[name]:
-                time.sleep(max(0.0, self._started + at - time.monotonic()))
+            for uptime, down in self.schedule[name]:
+                wait_serving(self._addresses[name], process, self._start_timeout)
+                if self._halt.wait(uptime):
+                    return
                 pid = process.pid
                 assert pid is not None and process.alive(), f"{name} died on its own: see {process.log_path}"
                 process.kill()
-                now = time.monotonic()
-                self._record(Kill(name, pid, now - self._started, time.time(), now - started, down,
+                self._record(Kill(name, pid, time.monotonic() - self._started, time.time(), uptime, down,
                                   fetched_count(self._dsn)))
-                time.sleep(down)
+                if self._halt.wait(down):
+                    return
                 process.start()
-                started = time.monotonic()
             wait_serving(self._addresses[name], process, self._start_timeout)
         except AssertionError as exc:
             with self._lock:

@@ -53,7 +53,7 @@ from tests.e2e.fault_injection import (
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 WEB = SimWebConfig(
-    seed=37, hosts=24, pages=800, host_size_exponent=0.3, hub_host_ratio=0.0,
+    seed=37, hosts=24, pages=1300, host_size_exponent=0.3, hub_host_ratio=0.0,
     crawl_delay_host_ratio=0.1, crawl_delay_values=(0.8,),
 )
 MIN_DELAY = 0.5
