@@ -174,6 +174,7 @@ class TrawlRun:
     cpu_ms_per_page: float
     broker_cpu_ms_per_page: float
     failures: Counter[str]
+    flush_seconds: float
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,7 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             else:
                 rate = await run_all(urls, concurrency, fetch_one)
             ok = rate * (time.perf_counter() - wall)
+            fetched = time.perf_counter()
             if producer is not None:
                 await producer.flush()  # the service flushes before it commits its input offsets
             elapsed = time.perf_counter() - wall
@@ -271,7 +273,8 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             broker = broker_cpu(publishing.broker) - broker
             rate = ok / elapsed
             return TrawlRun(rate, len(urls) / (warm_up + len(urls) / rate), politeness.stats.wait_seconds - waited,
-                            cpu / len(urls) * 1000, broker / len(urls) * 1000, failures)
+                            cpu / len(urls) * 1000, broker / len(urls) * 1000, failures,
+                            time.perf_counter() - fetched)
     finally:
         await http.stop()
         if archive is not None:
@@ -357,6 +360,8 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
             f"{statistics.median(r.broker_cpu_ms_per_page for r in runs):.3f} ms",
             f"1-minute load at the start of Trawl's repetitions: {min(loads):.1f} to {max(loads):.1f} "
             f"on {os.cpu_count()} CPUs",
+            "time the final flush waited for the broker's acknowledgements: "
+            + ", ".join(f"{r.flush_seconds:.1f} s" for r in runs),
             "Trawl's page fetches that did not end ok, per repetition: "
             + "; ".join(", ".join(f"{k}: {v}" for k, v in r.failures.most_common(4)) or "none" for r in runs),
         ],
