@@ -77,6 +77,7 @@ from services.fetcher.result_body import BODY_CODECS, encode_body
 from services.fetcher.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
 from services.fetcher.warc_archive import WarcArchive
+from services.fetcher.warc_process import WarcProcessArchive
 from services.fetcher.worker import FetchWorker
 
 MIN_DELAY = 0.25
@@ -219,7 +220,9 @@ def broker_cpu(broker: LocalBroker | None) -> float:
 async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publishing: Publishing,
                         warc_dir: Path | None, dispatched: bool = True) -> TrawlRun:
     clock = SystemClock()
-    archive = WarcArchive(warc_dir) if warc_dir is not None else None
+    archive: WarcArchive | WarcProcessArchive | None = None
+    if warc_dir is not None:  # as the service writes it
+        archive = (WarcProcessArchive if FetcherSettings().warc_process else WarcArchive)(warc_dir)
     if archive is not None:
         await archive.start()
     http = HttpFetcher(

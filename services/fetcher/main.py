@@ -26,6 +26,7 @@ from services.fetcher.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
 from services.fetcher.sitemaps import SitemapReader
 from services.fetcher.warc_archive import WarcArchive
+from services.fetcher.warc_process import WarcProcessArchive
 from services.fetcher.worker import PARKED_HOSTS, FetchWorker
 
 
@@ -43,9 +44,9 @@ async def build(env: Mapping[str, str]) -> Service:
         raise SettingsError(f"TRAWL_FETCHER_WARC_GZIP_LEVEL={settings.warc_gzip_level}: use 0 to 9")
     clock = SystemClock()
     components: list[Component] = []
-    archive = None
+    archive: WarcArchive | WarcProcessArchive | None = None
     if settings.warc_dir:
-        archive = WarcArchive(
+        archive = (WarcProcessArchive if settings.warc_process else WarcArchive)(
             settings.warc_dir,
             max_file_bytes=settings.warc_max_file_bytes,
             queue_records=settings.warc_queue_records,

@@ -106,6 +106,11 @@ class FetcherSettings:
         1024 * 1024 * 1024,
         "A WARC file is closed and the next one begun once it is this large.",
     )
+    warc_process: bool = setting(
+        "TRAWL_FETCHER_WARC_PROCESS",
+        True,
+        "Write the WARC files from a process of their own (false: from a thread of the fetcher's process).",
+    )
     warc_gzip_level: int = setting(
         "TRAWL_FETCHER_WARC_GZIP_LEVEL",
         1,

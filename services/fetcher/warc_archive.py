@@ -141,6 +141,14 @@ class WarcArchive:
         await self._room.acquire()
         self._queue.put(exchange)
 
+    def write_now(self, exchange: HttpExchange) -> None:
+        """Write ``exchange`` at once, in the calling thread (the writer thread's, or a writer process's, work)."""
+        self._write(exchange)
+
+    def close_now(self) -> None:
+        """Close the current file at once (see :meth:`write_now`)."""
+        self._close_file()
+
     # writer thread ---------------------------------------------------------------------------
 
     def _run(self) -> None:

@@ -15,6 +15,7 @@ from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
 from services.fetcher.warc_archive import WarcArchive, payload_digest
+from services.fetcher.warc_process import WarcProcessArchive
 
 PAGE = b"<html><body>" + b"same words " * 300 + b"</body></html>"
 NOISE = random.Random(4).randbytes(50_000)  # does not compress: the files really grow
@@ -149,3 +150,19 @@ async def test_each_record_is_a_gzip_member_of_its_own_at_the_chosen_level(
     assert sizes[9] < sizes[1]
     with pytest.raises(ValueError, match="gzip_level"):
         WarcArchive(tmp_path, gzip_level=10)
+
+
+async def test_a_writer_process_writes_the_same_records(serve, make_fetcher, tmp_path: Path) -> None:
+    server = await serve(site())
+    archive = WarcProcessArchive(tmp_path, queue_records=2, max_file_bytes=1 << 30)  # fetches wait for the child
+    await archive.start()
+    fetcher = await make_fetcher(observer=archive.submit, max_body_bytes=10_000)
+    for path in ("/a", "/b", "/z", "/huge"):
+        await fetcher.fetch(server.url(path))
+    await archive.stop()
+    assert list(tmp_path.glob("*.open")) == []
+    found = records(tmp_path)
+    assert [r["type"] for r in found] == [
+        "warcinfo", "response", "request", "revisit", "request", "response", "request", "response", "request"]
+    assert found[1]["payload"] == PAGE and found[3]["refers_to"] == server.url("/a")
+    assert found[7]["truncated"] == "length"
