@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -348,6 +349,7 @@ async def measure(args: Any) -> dict[str, Any]:
                           f" scheduler peak RSS {sample.peak_rss_mb:,.0f} MB", file=sys.stderr, flush=True)
     finally:
         broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
     smallest = statistics.median(series[sizes[0]].rates)
     return {
         "benchmark": "scheduler_scale",
