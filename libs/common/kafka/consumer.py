@@ -183,17 +183,26 @@ class TopicConsumer:
                 self._trackers.pop((tp.topic, tp.partition), None)
         log.info("revoked %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in partitions))
 
-    def _commit_tracked(self, only: set[tuple[str, int]] | None = None) -> None:
-        consumer = self._consumer
-        if consumer is None:
-            return
+    def _positions(self, only: set[tuple[str, int]] | None = None) -> list[TopicPartition]:
+        """The offsets of the records done so far, to commit once what they produced is flushed."""
         with self._lock:
-            offsets = [
+            return [
                 TopicPartition(topic, partition, position)
                 for (topic, partition), tracker in self._trackers.items()
                 if (only is None or (topic, partition) in only)
                 and (position := tracker.commit_position()) is not None
             ]
+
+    def _commit_tracked(self, only: set[tuple[str, int]] | None = None,
+                        offsets: list[TopicPartition] | None = None) -> None:
+        """Commits ``offsets`` (default: the positions now; only safe when nothing is being processed)."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        if offsets is None:
+            offsets = self._positions(only)
+        with self._lock:  # a partition revoked since the positions were taken is no longer ours to commit
+            offsets = [tp for tp in offsets if (tp.topic, tp.partition) in self._trackers]
         if offsets:
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
@@ -233,8 +242,11 @@ class TopicConsumer:
                     self._inflight.add(task)
                     task.add_done_callback(self._inflight.discard)
                 if time.monotonic() - last_commit >= self._commit_interval:
+                    # Positions first: a record finishing during the flush has its output sent after the
+                    # flush began, and committing it now could lose that output in a crash.
+                    positions = self._positions()
                     await self._producer.flush()
-                    await self._call(self._commit_tracked)
+                    await self._call(self._commit_tracked, None, positions)
                     last_commit = time.monotonic()
 
     async def _adjust_pause(self, consumer: Consumer) -> None:
