@@ -49,6 +49,7 @@ KILLS_PER_SERVICE = 5
 WEB = SimWebConfig(
     seed=31, hosts=30, pages=1000, host_size_exponent=0.3, hub_host_ratio=0.0,
     crawl_delay_host_ratio=0.1, crawl_delay_values=(0.8,),
+    latency_range=(0.02, 0.3),  # hosts answer at different speeds, so their fetches do not all fall together
 )
 MIN_DELAY = 0.4
 ENV = {
