@@ -73,7 +73,9 @@ class OutageCrawl:
 def own_postgres() -> Iterator[LocalPostgres]:
     root = Path(tempfile.mkdtemp(prefix="trawl-outage-"))
     root.chmod(0o755)  # the server's own user must reach the data folder
-    server = LocalPostgres(root / "pgdata", free_port(), fast=True)
+    # Durable (fsync and synchronous commit on), as a production server: the restart is a crash, and the
+    # session servers' fast mode would lose the last commits in it, which no service can make up for.
+    server = LocalPostgres(root / "pgdata", free_port(), fast=False)
     try:
         server.ensure_started()
         yield server
