@@ -25,10 +25,9 @@ import asyncio
 import logging
 from typing import Any
 
-from confluent_kafka import TopicPartition
 from google.protobuf.message import DecodeError
 
-from libs.common.kafka.ends import probe_consumer, read_to_end, watermarks
+from libs.common.kafka.ends import offsets_since, read_to_end
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import FETCH_OUTCOMES, FETCH_REQUESTS, FETCH_RESULTS
 from libs.common.wire import messages as pb
@@ -78,17 +77,7 @@ class FinishedRequests:
 
     def _read(self, partition: int, since_ms: int) -> frozenset[str]:
         wanted = [(self._outcomes, partition), (self._results, partition)]
-        consumer = probe_consumer(self._bootstrap, "finished-requests")
-        try:
-            found = consumer.offsets_for_times([TopicPartition(t, p, since_ms) for t, p in wanted],
-                                               timeout=self._read_timeout)
-        finally:
-            consumer.close()
-        starts = {(tp.topic, tp.partition): tp.offset for tp in found}
-        past_end = [tp for tp, offset in starts.items() if offset < 0]  # nothing that recent: start at the end
-        if past_end:
-            for tp, (_low, high) in watermarks(self._bootstrap, past_end, self._read_timeout).items():
-                starts[tp] = high
+        starts = offsets_since(self._bootstrap, wanted, since_ms, self._read_timeout, "finished-requests")
         outcomes: dict[str, int] = {}
         results: set[str] = set()
 

@@ -22,11 +22,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import TopicPartition
 from google.protobuf.message import DecodeError
 
 from libs.common.db.pool import Database
-from libs.common.kafka.ends import probe_consumer, read_to_end, watermarks
+from libs.common.kafka.ends import offsets_since, read_to_end
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.wire import messages as pb
@@ -92,17 +91,8 @@ class UnsentRequests:
     def _sent_since(self, since_ms: int, wanted: set[str]) -> set[str] | None:
         """The ``wanted`` request ids on the topic from ``since_ms`` on; None when the topic's end was not reached."""
         partitions = list(range(FETCH_REQUESTS.partitions))
-        consumer = probe_consumer(self._bootstrap, "unsent-requests")
-        try:
-            found = consumer.offsets_for_times([TopicPartition(self._topic, p, since_ms) for p in partitions],
-                                               timeout=self._read_timeout)
-        finally:
-            consumer.close()
-        starts = {(tp.topic, tp.partition): tp.offset for tp in found}
-        past_end = [tp for tp, offset in starts.items() if offset < 0]  # nothing that recent: start at the end
-        if past_end:
-            for tp, (_low, high) in watermarks(self._bootstrap, past_end, self._read_timeout).items():
-                starts[tp] = high
+        starts = offsets_since(self._bootstrap, [(self._topic, p) for p in partitions], since_ms,
+                               self._read_timeout, "unsent-requests")
         sent: set[str] = set()
 
         def collect(message: Any) -> None:

@@ -134,3 +134,19 @@ def partition_ends(
         end = found.get(tp)
         out[tp] = PartitionEnd(tp[0], tp[1], low, high, high if end is None else max(end, high), end is not None)
     return out
+
+
+def offsets_since(bootstrap: str, partitions: list[tuple[str, int]], since_ms: int, timeout: float,
+                  client: str) -> dict[tuple[str, int], int]:
+    """Per (topic, partition), the first offset at or after ``since_ms``; the end where nothing is that recent."""
+    consumer = probe_consumer(bootstrap, client)
+    try:
+        found = consumer.offsets_for_times([TopicPartition(t, p, since_ms) for t, p in partitions], timeout=timeout)
+    finally:
+        consumer.close()
+    starts = {(tp.topic, tp.partition): tp.offset for tp in found}
+    past_end = [tp for tp, offset in starts.items() if offset < 0]
+    if past_end:
+        for tp, (_low, high) in watermarks(bootstrap, past_end, timeout).items():
+            starts[tp] = high
+    return starts
