@@ -50,6 +50,7 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.kafka.consumer import Record
+from libs.common.settings import load_settings
 from libs.common.topics import PAGE_LINKS
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalPostgres
@@ -68,8 +69,9 @@ HOSTS = 20_000
 NAV = 25
 LINKS_PER_PAGE = 50
 SEEN_BATCH = 10_000
-CHUNK = LinkbaseSettings().write_chunk
-GROUPS = LinkbaseSettings().write_groups
+_SETTINGS = load_settings(LinkbaseSettings, os.environ)  # as the service reads them
+CHUNK = _SETTINGS.write_chunk
+GROUPS = _SETTINGS.write_groups
 FETCHED_AT_MS = 1_700_000_000_000
 
 # A server sized like a production one for this machine (24 GiB): the defaults (128 MB of
