@@ -51,6 +51,9 @@ FRESHNESS_ERRORS = Counter(
     "trawl_freshness_model_errors_total", "Freshness model failures, by kind (training, prediction).", ["kind"]
 )
 UP = Gauge("trawl_service_up", "1 while the service is serving.", ["service"])
+STARTUP_RETRIES = Counter(
+    "trawl_startup_retries_total", "Start attempts that found a dependency unreachable and were retried.", ["service"]
+)
 
 
 def start_metrics_server(port: int, host: str = "127.0.0.1") -> int:

@@ -9,6 +9,12 @@ where ``build(env)`` reads settings from ``env`` and returns a :class:`Service` 
 components with ``async start()`` / ``async stop()``. On SIGTERM or SIGINT: health goes
 NOT_SERVING, components stop in reverse order (consumers stop consuming, finish in-flight
 work, flush and commit), then the gRPC server and the pools close.
+
+A dependency that is not there yet at start (PostgreSQL refusing connections, as when a pod
+starts before its database) is waited for: the build and start are retried with a growing
+pause, each attempt logged and counted, for up to ``TRAWL_STARTUP_WAIT_SECONDS``; then the
+process exits with status 1 and a one-line reason (an orchestrator restarts it). A signal
+ends the wait at once. Any other error at start is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+import psycopg
 
 from libs.common import metrics
 from libs.common.grpc_server import GrpcServer
@@ -48,6 +56,20 @@ class RuntimeSettings:
     drain_seconds: float = setting(
         "TRAWL_DRAIN_SECONDS", 20.0, "Longest SIGTERM drain before in-flight work is abandoned (redelivered later)."
     )
+    startup_wait_seconds: float = setting(
+        "TRAWL_STARTUP_WAIT_SECONDS",
+        120.0,
+        "How long a starting service waits for an unreachable database (retrying with a growing pause) before"
+        " it exits with status 1.",
+    )
+
+
+class StartupFailed(RuntimeError):
+    """A dependency stayed unreachable for the whole startup wait."""
+
+
+# What an unreachable dependency raises while a service starts: retried, not a bug.
+TRANSIENT_STARTUP_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError, ConnectionError)
 
 
 class Service:
@@ -90,13 +112,56 @@ class Service:
 Builder = Callable[[Mapping[str, str]], Awaitable[Service]]
 
 
-async def _serve(build: Builder, env: Mapping[str, str]) -> None:
-    service = await build(env)
+async def start_when_ready(name: str, build: Builder, env: Mapping[str, str], wait_seconds: float,
+                           stopping: asyncio.Event) -> Service | None:
+    """The built and started service, retrying while a dependency is unreachable (see the module docstring).
+
+    Returns None if ``stopping`` is set meanwhile; raises :class:`StartupFailed` once
+    ``wait_seconds`` have passed without a start.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_seconds
+    pause = 0.5
+    attempt = 0
+    while True:
+        attempt += 1
+        service: Service | None = None
+        try:
+            service = await build(env)
+            await service.start()
+            return service
+        except TRANSIENT_STARTUP_ERRORS as exc:
+            if service is not None:
+                await service.stop()
+            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+            metrics.STARTUP_RETRIES.labels(name).inc()
+            left = deadline - loop.time()
+            if left <= 0:
+                raise StartupFailed(f"a dependency stayed unreachable for {wait_seconds:g} s: {reason}") from exc
+            delay = min(pause, left)
+            log.warning("cannot start yet (attempt %d): %s; retrying in %.1f s", attempt, reason, delay,
+                        extra={"attempt": attempt})
+            try:
+                await asyncio.wait_for(stopping.wait(), delay)
+                return None  # asked to stop while waiting
+            except TimeoutError:
+                pass
+            pause = min(pause * 2, 10.0)
+
+
+async def _serve(name: str, build: Builder, env: Mapping[str, str], wait_seconds: float) -> None:
+    stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    service = await start_when_ready(name, build, env, wait_seconds, stopping)
+    if service is None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, service.request_stop)
+    if stopping.is_set():
+        service.request_stop()
     try:
-        await service.start()
         await service.wait()
     finally:
         await service.stop()
@@ -120,7 +185,11 @@ def run_service(name: str, build: Builder, env: Mapping[str, str] | None = None)
     configure_logging(name, runtime.log_level)
     metrics.start_metrics_server(runtime.metrics_port, runtime.metrics_host)
     try:
-        asyncio.run(_serve(build, env))
+        asyncio.run(_serve(name, build, env, runtime.startup_wait_seconds))
     except SettingsError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
+    except StartupFailed as exc:
+        log.error("%s could not start: %s", name, exc)
+        print(f"{name}: could not start: {exc}", file=sys.stderr)
+        raise SystemExit(1) from exc

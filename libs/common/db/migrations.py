@@ -39,10 +39,10 @@ def discover(folder: Path) -> list[Migration]:
     return found
 
 
-def apply_migrations(dsn: str, schema: str, folder: Path) -> list[int]:
+def apply_migrations(dsn: str, schema: str, folder: Path, connect_timeout: float = 10.0) -> list[int]:
     """Applies the pending migrations of ``folder`` to ``schema``; returns the versions applied."""
     applied_now: list[int] = []
-    with psycopg.connect(dsn, autocommit=False) as conn:
+    with psycopg.connect(dsn, autocommit=False, connect_timeout=max(1, round(connect_timeout))) as conn:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"trawl-migrate-{schema}",))
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))

@@ -33,7 +33,11 @@ class Database:
         )
 
     async def start(self) -> None:
-        await self._pool.open(wait=True, timeout=self._settings.connect_timeout * 3)
+        try:
+            await self._pool.open(wait=True, timeout=self._settings.connect_timeout * 3)
+        except BaseException:
+            await self._pool.close()  # no pool left behind retrying in the background
+            raise
 
     async def stop(self) -> None:
         await self._pool.close()

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
+import psycopg
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from libs.common import metrics
 from libs.common.grpc_server import GrpcServer
-from libs.common.service import Component, Service
+from libs.common.service import Component, Service, StartupFailed, start_when_ready
 from libs.common.topics import DEAD_LETTERS, DOCUMENTS, DUPLICATE_VERDICTS
 from libs.localinfra import create_topics
 from libs.localinfra.ports import free_port
@@ -32,8 +37,8 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 class Recorder:
     """A component that writes its calls to a shared journal, and can be told to fail."""
 
-    def __init__(self, name: str, journal: list[str], *, fail_start: bool = False, fail_stop: bool = False,
-                 probe: Callable[[], Any] | None = None) -> None:
+    def __init__(self, name: str, journal: list[str], *, fail_start: bool | BaseException = False,
+                 fail_stop: bool = False, probe: Callable[[], Any] | None = None) -> None:
         self.name = name
         self.journal = journal
         self.fail_start = fail_start
@@ -43,6 +48,8 @@ class Recorder:
 
     async def start(self) -> None:
         self.journal.append(f"start {self.name}")
+        if isinstance(self.fail_start, BaseException):
+            raise self.fail_start
         if self.fail_start:
             raise RuntimeError(f"{self.name} cannot start")
 
@@ -115,6 +122,75 @@ async def test_a_component_failing_to_stop_does_not_keep_the_others_running() ->
     assert journal[3:] == ["stop consumer", "stop producer", "stop db"]
     with pytest.raises(grpc.aio.AioRpcError):
         await _async_health(port)
+
+
+def _retries(name: str) -> float:
+    return float(metrics.STARTUP_RETRIES.labels(name)._value.get())
+
+
+async def test_an_unreachable_database_at_start_is_waited_for_then_the_service_starts() -> None:
+    journal: list[str] = []
+    unreachable = psycopg.OperationalError("connection refused")
+    attempts: list[Service] = []
+
+    async def build(_env: Any) -> Service:
+        number = len(attempts) + 1
+        journal.append(f"build {number}")
+        if number == 1:  # e.g. the migrations cannot connect
+            attempts.append(Service("waiting", GrpcServer("127.0.0.1:0"), []))
+            raise unreachable
+        # second attempt: the pool fails after the producer started; third: everything starts
+        failing = unreachable if number == 2 else False
+        components: list[Component] = [Recorder(f"producer{number}", journal),
+                                       Recorder(f"db{number}", journal, fail_start=failing)]
+        service = Service("waiting", GrpcServer("127.0.0.1:0"), components)
+        attempts.append(service)
+        return service
+
+    before = _retries("waiting")
+    service = await start_when_ready("waiting", build, {}, 30.0, asyncio.Event())
+    assert service is attempts[-1]
+    assert journal == ["build 1", "build 2", "start producer2", "start db2", "stop producer2",
+                       "build 3", "start producer3", "start db3"]
+    assert _retries("waiting") - before == 2
+    await service.stop()
+
+
+async def test_a_dependency_away_for_the_whole_wait_ends_the_start() -> None:
+    calls: list[float] = []
+
+    async def build(_env: Any) -> Service:
+        calls.append(asyncio.get_running_loop().time())
+        raise psycopg.OperationalError("connection to server at 127.0.0.1 failed: Connection refused")
+
+    with pytest.raises(StartupFailed, match=r"unreachable for 1\.2 s: connection to server"):
+        await start_when_ready("gone", build, {}, 1.2, asyncio.Event())
+    assert len(calls) >= 2  # retried, with growing pauses
+    assert calls[-1] - calls[0] <= 1.2 + 0.5
+
+
+async def test_a_stop_signal_ends_the_wait_at_once() -> None:
+    stopping = asyncio.Event()
+
+    async def build(_env: Any) -> Service:
+        asyncio.get_running_loop().call_later(0.1, stopping.set)
+        raise psycopg.OperationalError("connection refused")
+
+    started = asyncio.get_running_loop().time()
+    assert await start_when_ready("stopped", build, {}, 60.0, stopping) is None
+    assert asyncio.get_running_loop().time() - started < 5.0
+
+
+async def test_other_errors_at_start_are_not_retried() -> None:
+    calls: list[int] = []
+
+    async def build(_env: Any) -> Service:
+        calls.append(1)
+        raise ValueError("a bug, not an outage")
+
+    with pytest.raises(ValueError, match="a bug"):
+        await start_when_ready("buggy", build, {}, 30.0, asyncio.Event())
+    assert calls == [1]
 
 
 # -- a real service process ----------------------------------------------------------------------
@@ -198,3 +274,97 @@ def test_a_bad_runtime_setting_exits_2_naming_it(dedup_env: dict[str, str]) -> N
     assert done.returncode == 2
     assert "TRAWL_DRAIN_SECONDS='soon'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _closed_port_dsn(dsn: str, port: int) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(dsn)
+    info.update(host="127.0.0.1", port=str(port))
+    return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items() if v is not None})
+
+
+def test_a_service_without_its_database_waits_then_exits_1_with_the_reason(dedup_env: dict[str, str]) -> None:
+    env = {**dedup_env, "TRAWL_DATABASE_URL": _closed_port_dsn(dedup_env["TRAWL_DATABASE_URL"], free_port()),
+           "TRAWL_STARTUP_WAIT_SECONDS": "2"}
+    done = subprocess.run([sys.executable, "-m", "services.dedup"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "dedup: could not start: a dependency stayed unreachable for 2 s" in done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    waits = [line for line in lines if line["msg"].startswith("cannot start yet")]
+    assert len(waits) >= 2 and all(line["level"] == "warning" for line in waits)
+    assert lines[-1]["level"] == "error" and "could not start" in lines[-1]["msg"]
+
+
+class _LateRelay:
+    """A loopback TCP relay to PostgreSQL that starts listening only after ``delay`` seconds."""
+
+    def __init__(self, target: tuple[str, int], delay: float) -> None:
+        self.port = free_port()
+        self._target = target
+        self._timer = threading.Timer(delay, self._listen)
+        self._listener: socket.socket | None = None
+        self._closed = threading.Event()
+
+    def __enter__(self) -> _LateRelay:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._timer.cancel()
+        self._closed.set()
+        if self._listener is not None:
+            self._listener.close()
+
+    def _listen(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while not self._closed.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self._target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def test_a_service_started_before_its_database_serves_once_the_database_is_there(
+    dedup_env: dict[str, str],
+) -> None:
+    info = psycopg.conninfo.conninfo_to_dict(dedup_env["TRAWL_DATABASE_URL"])
+    target = (str(info.get("host") or "127.0.0.1"), int(info.get("port") or 5432))
+    port = int(dedup_env["TRAWL_GRPC_ADDRESS"].rsplit(":", 1)[1])
+    with _LateRelay(target, delay=2.0) as relay:
+        env = {**dedup_env, "TRAWL_DATABASE_URL": _closed_port_dsn(dedup_env["TRAWL_DATABASE_URL"], relay.port)}
+        process = subprocess.Popen([sys.executable, "-m", "services.dedup"], cwd=ROOT, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_serving(process, port, timeout=45)
+            process.send_signal(signal.SIGTERM)
+            stdout, stderr = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 0, stderr
+    messages = [json.loads(line)["msg"] for line in stdout.splitlines() if line.startswith("{")]
+    assert any(m.startswith("cannot start yet") for m in messages)
+    assert "dedup started" in messages
