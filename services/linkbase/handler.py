@@ -19,6 +19,7 @@ from typing import Any
 
 from libs.common.kafka.consumer import Record
 from services.linkbase.batch import LinkbaseBatch, build_batch
+from services.linkbase.collector import collector_paused
 from services.linkbase.group_writer import GroupWriter
 from services.linkbase.outbox import DiscoveryPublisher
 from services.linkbase.store import LinkStore
@@ -30,8 +31,14 @@ async def write_pipelined(store: LinkStore, records: list[Record[Any]], chunk: i
     """Builds chunk k + 1 in a thread while chunk k is written.
 
     One transaction per chunk, or with ``groups`` > 1 one per chunk and host group, the groups
-    written side by side (:mod:`services.linkbase.group_writer`).
+    written side by side (:mod:`services.linkbase.group_writer`). The garbage collector is held off
+    meanwhile (:mod:`services.linkbase.collector`).
     """
+    with collector_paused():
+        await _write_chunks(store, records, chunk, groups)
+
+
+async def _write_chunks(store: LinkStore, records: list[Record[Any]], chunk: int, groups: int) -> None:
     writer = GroupWriter(store, groups) if groups > 1 else None
     size = max(1, chunk)
     chunks = [records[i : i + size] for i in range(0, len(records), size)]
