@@ -1,7 +1,10 @@
 """An asyncio-friendly protobuf producer on confluent-kafka.
 
 ``send`` enqueues (librdkafka batches and compresses); ``flush`` waits until every message
-sent so far is acknowledged and raises if any was not. Consumers flush before they
+sent so far is acknowledged and raises if any was not. librdkafka reports failed deliveries
+only (``delivery.report.only.error``) to one producer-wide callback, and the reports are
+served every ``POLL_EVERY`` sends and by ``flush``: a message costs no Python callback and
+no poll of its own. Consumers flush before they
 commit their input offsets, so a message is never acknowledged upstream before what it
 caused is durable downstream (at-least-once).
 """
@@ -22,6 +25,10 @@ from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import Topic
 
 log = logging.getLogger(__name__)
+
+
+POLL_EVERY = 64
+"""Sends between two polls of librdkafka's report queue (which holds failed deliveries only)."""
 
 
 class MessageTooLarge(ValueError):
@@ -45,7 +52,11 @@ class TopicProducer:
         self.sent = 0
 
     async def start(self) -> None:
-        self._producer = Producer(self._settings.producer_config(self._client_id))
+        self._producer = Producer({
+            **self._settings.producer_config(self._client_id),
+            "delivery.report.only.error": True,
+            "on_delivery": self._on_delivery,
+        })
 
     async def stop(self) -> None:
         if self._producer is not None:
@@ -72,12 +83,13 @@ class TopicProducer:
             raise MessageTooLarge(f"{len(value)} bytes for {topic_name} exceeds {self._settings.max_message_bytes}")
         while True:
             try:
-                producer.produce(topic_name, key=key, value=value, on_delivery=self._on_delivery)
+                producer.produce(topic_name, value, key)
                 self.sent += 1
                 break
             except BufferError:
                 producer.poll(0.1)  # local queue full: serve delivery reports, then retry
-        producer.poll(0)
+        if not self.sent % POLL_EVERY:
+            producer.poll(0)
 
     async def flush(self, timeout: float = 60.0) -> None:
         """Waits until everything sent is acknowledged; raises DeliveryFailed otherwise."""
