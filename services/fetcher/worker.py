@@ -166,24 +166,25 @@ class FetchWorker:
 
     def publish(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:
         response = attempt.response
-        status = STATUS[attempt.outcome]
+        outcome = attempt.outcome
+        status = STATUS[outcome]
         http_status = response.status if response else 0
         fetched_at_ms = int(time.time() * 1000)
         elapsed_ms = int(response.elapsed * 1000) if response else 0
-        error = "" if attempt.outcome == "ok" else (attempt.detail or (response.error if response else ""))
-        FETCHES.labels(attempt.outcome, f"{http_status // 100}xx" if http_status else "none").inc()
-        level = logging.DEBUG if attempt.outcome == "ok" else logging.INFO
+        error = "" if outcome == "ok" else (attempt.detail or (response.error if response else ""))
+        _fetches(outcome, http_status).inc()
+        level = logging.DEBUG if outcome == "ok" else logging.INFO
         if log.isEnabledFor(level):
-            log.log(level, "fetch %s: %s", attempt.outcome, error[:300] or http_status,
+            log.log(level, "fetch %s: %s", outcome, error[:300] or http_status,
                     extra={"url": request.url, "host": request.host, "http_status": http_status,
-                           "outcome": attempt.outcome})
+                           "outcome": outcome})
         if response is not None:
             FETCH_SECONDS.observe(response.elapsed)
             FETCH_BYTES.inc(len(response.body))
-            if attempt.outcome in ("ok", "too_large", "http_error"):
+            if outcome in ("ok", "too_large", "http_error"):
                 self._producer.send(FETCH_RESULTS, request.host, self.result_message(
                     request, response, status, error, fetched_at_ms, elapsed_ms))
-            if self._discoveries is not None:
+            if self._discoveries is not None and (response.redirect_chain or response.error):
                 self._discoveries.redirects(request.url, request.depth, response)
         self._producer.send(
             FETCH_OUTCOMES,
@@ -215,17 +216,19 @@ class FetchWorker:
             host=request.host,
             status=status,
             http_status=response.status,
-            headers=[pb.Header(name=k, value=v[:8192]) for k, v in response.headers[:200]],
             body_size=len(response.body),
             truncated=response.truncated,
             fetched_at_ms=fetched_at_ms,
             elapsed_ms=elapsed_ms,
             error=error,
-            redirect_chain=list(response.redirect_chain),
+            redirect_chain=response.redirect_chain,
             content_type=response.content_type,
             depth=request.depth,
             x_robots_tag=response.joined_header("X-Robots-Tag"),
         )
+        add_header = result.headers.add
+        for name, value in response.headers[:200]:
+            add_header(name=name, value=value[:8192])
         room = None
         if self._max_message_bytes is not None:
             room = self._max_message_bytes - result.ByteSize() - 16  # the body field's tag, length and codec name
@@ -236,3 +239,15 @@ class FetchWorker:
         result.body = body
         result.body_codec = codec
         return result
+
+
+_FETCH_COUNTERS: dict[tuple[str, int], Counter] = {}
+
+
+def _fetches(outcome: str, http_status: int) -> Counter:
+    """The ``trawl_fetches_total`` child of ``outcome`` and ``http_status``'s class (looked up once each)."""
+    key = (outcome, http_status // 100)
+    child = _FETCH_COUNTERS.get(key)
+    if child is None:
+        child = _FETCH_COUNTERS[key] = FETCHES.labels(outcome, f"{key[1]}xx" if http_status else "none")
+    return child
