@@ -64,8 +64,11 @@ class LinkbaseBatch:
 
     @property
     def links(self) -> list[LinkRow]:
-        rows = [link for page in self.pages.values() for link in page.links.values()]
-        rows.sort(key=lambda r: (r.source.host_id, r.source.fp, r.target.fp))
+        """The links by primary key (source host, source, target): page by page, each page's by target."""
+        rows: list[LinkRow] = []
+        for _key, fp in sorted((page.row.ref.key, fp) for fp, page in self.pages.items()):
+            by_target = self.pages[fp].links
+            rows.extend([by_target[target] for target in sorted(by_target)])
         return rows
 
     @property
@@ -134,16 +137,25 @@ class LinkbaseBatch:
         page_nofollow = msg.nofollow
         hosts = self.hosts
         for link in msg.links:  # the hot loop of the link base (one pass per link): attributes read once
-            anchor = clean_text(link.anchor, ANCHOR_LIMIT)
-            target = _target_or_reason(link)
+            anchor = link.anchor
+            if "\x00" in anchor or len(anchor) > ANCHOR_LIMIT:
+                anchor = clean_text(anchor, ANCHOR_LIMIT)
+            url, link_class = link.url, link.link_class
+            target: UrlRef | str
+            if link.trap_rule or link_class == pb.LINK_CLASS_BAD or not url.strip():
+                target = _reason(link)
+            else:
+                try:
+                    target = resolve(url)
+                except InvalidUrl as exc:
+                    target = exc.reason
             if isinstance(target, str):
-                href = clean_text(link.url, HREF_LIMIT)
+                href = clean_text(url, HREF_LIMIT)
                 key = text_hash(href)
                 bad.setdefault(key, BadLinkRow(page.host_id, page.fp, key, href, target, anchor))
                 continue
             if target.host_id not in hosts:
                 self._host(target)
-            link_class = link.link_class
             if link_class not in _FOLLOWABLE_CLASSES:
                 same_site = registered_domain(target.host) == site
                 link_class = pb.LINK_CLASS_INTERNAL if same_site else pb.LINK_CLASS_EXTERNAL
@@ -204,18 +216,13 @@ class LinkbaseBatch:
         )
 
 
-def _target_or_reason(link: pb.Link) -> UrlRef | str:
-    """The link's normalised target, or why it is a bad link (a spider trap's is "trap:<rule>")."""
+def _reason(link: pb.Link) -> str:
+    """Why a link that is a trap, marked bad or empty is a bad link (a spider trap's is "trap:<rule>")."""
     if link.trap_rule:
         return clean_text(f"trap:{link.trap_rule}", 200)
     if link.link_class == pb.LINK_CLASS_BAD:
         return clean_text(link.bad_reason, 200) or "unspecified"
-    if not link.url.strip():
-        return "empty"
-    try:
-        return resolve(link.url)
-    except InvalidUrl as exc:
-        return exc.reason
+    return "empty"
 
 
 def build_batch(records: Iterable[Record[Any]]) -> LinkbaseBatch:

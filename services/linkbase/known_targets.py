@@ -61,26 +61,29 @@ class KnownTargets:
         young, old = self._young, self._old
         if not young and not old:
             return targets
+        in_young, in_old = young.get, old.get
         out: list[TargetRow] = []
         for target in targets:
-            known = young.get(target.ref.key)
+            key = target.ref.key
+            known = in_young(key)
             if known is None:
-                known = old.get(target.ref.key)
-                if known is not None:
-                    self._put(target.ref.key, known)
-            if known is not None:
-                depth, state = known
-                deeper = target.depth is None or (depth is not None and depth <= target.depth)
-                if deeper and state >= (1 if target.followable else 0):
+                known = in_old(key)
+                if known is None:
+                    out.append(target)
                     continue
-            out.append(target)
+                self._put(key, known)
+            depth, state = known
+            deeper = target.depth is None or (depth is not None and depth <= target.depth)
+            if not (deeper and state >= (1 if target.followable else 0)):
+                out.append(target)
         return out
 
     def remember(self, targets: Iterable[TargetRow]) -> None:
         """Records committed merges: each row's depth is now at most, its state at least, the link's."""
+        young, half = self._young, self._half
         for target in targets:
             key = target.ref.key
-            known = self._young.get(key)
+            known = young.get(key)
             if known is None:
                 known = self._old.get(key)
             depth, state = target.depth, 1 if target.followable else 0
@@ -90,6 +93,7 @@ class KnownTargets:
                     depth = old_depth
                 if old_state > state:
                     state = old_state
-            self._young[key] = (depth, state)
-            if len(self._young) >= self._half:
-                self._old, self._young = self._young, {}
+            young[key] = (depth, state)
+            if len(young) >= half:
+                self._old, self._young = young, {}
+                young = self._young

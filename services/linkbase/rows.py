@@ -90,7 +90,8 @@ _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 # property test checks it): http(s), a lower-case DNS host of letters, digits and hyphens
 # ending in an alphabetic top-level label (not an IPv4 address), no port, no user, a path of
 # unreserved and sub-delimiter characters only (no escapes, no ";" parameters), no query.
-_ALREADY_NORMAL = re.compile(rf"https?://((?:{_LABEL}\.)+[a-z]{{2,63}})(/[A-Za-z0-9._~!$&'()*+,=:@-]*)+")
+# (The path is "/" then those characters or "/": one character class, no repeated group to backtrack into.)
+_ALREADY_NORMAL = re.compile(rf"https?://((?:{_LABEL}\.)+[a-z]{{2,63}})/[A-Za-z0-9._~!$&'()*+,=:@/-]*")
 
 
 def _has_dot_segment(path: str) -> bool:
@@ -285,17 +286,22 @@ def targets_of(links: list[LinkRow], page_depths: dict[int, int | None]) -> list
     """
     best: dict[tuple[int, int], TargetRow] = {}
     find, depth_of = best.get, page_depths.get
+    source: UrlRef | None = None
+    depth: int | None = None
     for link in links:
-        source_depth = depth_of(link.source.fp)
-        depth = None if source_depth is None else source_depth + 1
+        if link.source is not source:  # links come page by page: the source's depth is looked up once per page
+            source = link.source
+            source_depth = depth_of(source.fp)
+            depth = None if source_depth is None else source_depth + 1
         target = link.target
-        seen = find(target.key)
+        key = target.key
+        seen = find(key)
         if seen is None:
-            best[target.key] = TargetRow(target, depth, link.source, link.followable)
+            best[key] = TargetRow(target, depth, source, link.followable)
         elif depth is not None and (seen.depth is None or depth < seen.depth):
-            best[target.key] = TargetRow(target, depth, link.source, seen.followable or link.followable)
+            best[key] = TargetRow(target, depth, source, seen.followable or link.followable)
         elif link.followable and not seen.followable:
-            best[target.key] = TargetRow(seen.ref, seen.depth, seen.discovered_from, True)
+            best[key] = TargetRow(seen.ref, seen.depth, seen.discovered_from, True)
     return [best[key] for key in sorted(best)]
 
 
