@@ -23,6 +23,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Protocol
 
+from services.fetcher.deadlines import FIRED_RATE, Deadline
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -120,12 +122,26 @@ class BodyReader:
         self._limits = limits
         self.raw = bytearray()
 
-    async def read(self, stream: ByteStream) -> Body:
+    async def read(self, stream: ByteStream, deadline: Deadline | None = None) -> Body:
         """Read and decode the body within the limits; never raises for bad content codings or slow servers.
 
         Network errors from ``stream`` propagate. With an error, ``decoded`` is what could be decoded.
+        The minimum rate is kept by ``deadline`` (the request's, see :mod:`services.fetcher.deadlines`)
+        when given, else by a timer of this body's own.
         """
-        watch = _RateWatch(self._limits, self.raw) if self._limits.min_bytes_per_second > 0 else None
+        limits = self._limits
+        if deadline is not None and limits.min_bytes_per_second > 0:
+            deadline.watch_rate(self.raw, limits.min_bytes_per_second, limits.rate_grace,
+                                asyncio.get_running_loop().time())
+            try:
+                return await self._read(stream)
+            except asyncio.CancelledError:
+                if not deadline.expired_here(FIRED_RATE):
+                    raise
+                return Body(bytes(self.raw), b"", False, ERROR_SLOW_BODY)
+            finally:
+                deadline.stop_rate()
+        watch = _RateWatch(limits, self.raw) if limits.min_bytes_per_second > 0 else None
         try:
             return await self._read(stream)
         except asyncio.CancelledError:

@@ -32,6 +32,7 @@ from services.fetcher.address_guard import (
 )
 from services.fetcher.body_reader import ACCEPT_ENCODING, ERROR_SLOW_BODY, Body, BodyLimits, BodyReader
 from services.fetcher.clock import Clock, SystemClock
+from services.fetcher.deadlines import FIRED_TIME, Deadline, Deadlines
 from services.fetcher.host_resolver import StaticHostResolver, validate_host_map
 from services.fetcher.http_response import (
     ERROR_CONNECT_TIMEOUT,
@@ -97,7 +98,8 @@ class HttpFetcher:
     response without a Content-Type keeps its body. ``connect_timeout``
     bounds each TCP connect; ``total_timeout`` bounds all requests of one
     :meth:`fetch`, redirects and body included (time spent in the ``allow``
-    callback is not counted).
+    callback is not counted); it and the bodies' minimum rate are kept to
+    within a tenth of a second (:mod:`services.fetcher.deadlines`).
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class HttpFetcher:
         self._session: aiohttp.ClientSession | None = None
         self._resolver: StaticHostResolver | None = None
         self._guard: TargetGuard | None = None
+        self._deadlines = Deadlines()
         validate_host_map(self._host_map)
 
     @property
@@ -305,12 +308,14 @@ class HttpFetcher:
             if refusal is not None:
                 return refusal
         sent_at = self._wall_clock()
+        deadline = self._deadlines.watch(budget)
         try:
-            async with (
-                asyncio.timeout(budget),
-                session.get(url, allow_redirects=False, proxy=self._proxy) as response,
-            ):
-                return await self._read(response, accept_all, sent_at)
+            async with session.get(url, allow_redirects=False, proxy=self._proxy) as response:
+                return await self._read(response, accept_all, sent_at, deadline)
+        except asyncio.CancelledError:
+            if deadline.expired_here(FIRED_TIME):
+                return ERROR_TIMEOUT
+            raise
         except aiohttp.ConnectionTimeoutError:
             return ERROR_CONNECT_TIMEOUT
         except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError) as exc:
@@ -323,7 +328,7 @@ class HttpFetcher:
             return f"connect_error:tls:{_describe(exc)}"
         except aiohttp.ClientConnectorError as exc:
             return f"connect_error:{_describe(exc)}"
-        except TimeoutError:  # asyncio.timeout, or a socket read timeout inside aiohttp
+        except TimeoutError:  # a socket read timeout inside aiohttp
             return ERROR_TIMEOUT
         except aiohttp.InvalidURL:
             return ERROR_INVALID_URL
@@ -336,8 +341,11 @@ class HttpFetcher:
         except (aiohttp.ClientError, ValueError) as exc:
             logger.debug("request to %s failed", url, exc_info=True)
             return f"client_error:{_describe(exc)}"
+        finally:
+            deadline.close()
 
-    async def _read(self, response: aiohttp.ClientResponse, accept_all: bool, started: float) -> _Hop:
+    async def _read(self, response: aiohttp.ClientResponse, accept_all: bool, started: float,
+                    deadline: Deadline) -> _Hop:
         headers = list(response.headers.items())
         content_type = media_type(response.headers.get("Content-Type"))
         retry_header = response.headers.get("Retry-After")
@@ -350,7 +358,7 @@ class HttpFetcher:
         if accept_all or self.accepts(content_type):
             reader = BodyReader(response.headers.get("Content-Encoding", ""), self._limits)
             try:
-                body = await reader.read(response.content)
+                body = await reader.read(response.content, deadline)
             except BaseException as exc:  # cancelled by the total timeout or a handoff: still archived
                 cut = "disconnect" if isinstance(exc, Exception) else "unspecified"
                 await self._observe(response, started, bytes(reader.raw), cut)
