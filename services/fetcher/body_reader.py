@@ -59,7 +59,7 @@ class BodyLimits:
     chunk_size: int = 64 * 1024
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: made for every body, and a frozen one costs twice as much to make
 class Body:
     """A body as received (``raw``) and decoded (``decoded``); ``error`` is ``""`` or a short code."""
 

@@ -71,7 +71,7 @@ Outcome = Literal[
 _RETRYABLE_STATUSES = frozenset({408, 429})
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: made for every fetch, and a frozen one costs twice as much to make
 class FetchAttempt:
     """The outcome of one :meth:`FetchCore.fetch`.
 

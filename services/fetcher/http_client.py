@@ -74,7 +74,7 @@ def is_fetchable_url(url: URL) -> bool:
     return url.scheme in ("http", "https") and bool(url.raw_host)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: made for every fetch, and a frozen one costs twice as much to make
 class _Hop:
     """One request/response exchange, before redirect handling."""
 
