@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -86,7 +87,7 @@ class RobotsPolicy:
             return False
         return bool(self.parser.can_fetch(url, self.user_agent_token))
 
-    @property
+    @functools.cached_property  # asked for every fetch: the parser is looked up once
     def crawl_delay(self) -> float | None:
         """Seconds between requests asked for by Crawl-delay or Request-rate (the larger), if any."""
         if self.parser is None:
