@@ -120,7 +120,8 @@ def build_workload(pages: int, seed: int, followed_lists: bool = True) -> Worklo
 
 def decoded(raw: list[tuple[int, int, str, bytes]]) -> list[Record[Any]]:
     """Records as the consumer hands them over (decoded here, in the timed loop, as the consumer does)."""
-    return [Record(PAGE_LINKS, p, o, k, pb.PageLinks.FromString(v), FETCHED_AT_MS, None, None) for p, o, k, v in raw]
+    return [Record(PAGE_LINKS, p, o, k, pb.PageLinks.FromString(v), FETCHED_AT_MS, k.encode("ascii"), v)
+            for p, o, k, v in raw]
 
 
 class TransferFeed:
@@ -135,8 +136,9 @@ class TransferFeed:
         out = []
         for msg in self._consumer.consume(100_000, timeout):
             if msg.error() is None:
+                value = msg.value() or b""
                 out.append(Record(CASH_TRANSFERS, int(msg.partition() or 0), int(msg.offset() or 0), "",
-                                  pb.CashTransfer.FromString(msg.value() or b""), 0, None, None))
+                                  pb.CashTransfer.FromString(value), 0, msg.key(), value))
         return out
 
     def close(self) -> None:
@@ -172,7 +174,8 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
     await producer.start()
     settings = ImportanceSettings()
     owned = OwnedPartitions(CashStore(db, PARTITIONS, settings.total_cash), producer,
-                            settings.opic_config(PARTITIONS), kafka.topic(CASH_TRANSFERS.name), snapshot_idle=3600.0)
+                            settings.opic_config(PARTITIONS), kafka.topic(CASH_TRANSFERS.name),
+                            kafka.topic(IMPORTANCE_UPDATES.name), snapshot_idle=3600.0)
     owned.owned = lambda: mine
     handler = ImportanceHandler(owned)
     feed = TransferFeed(job.bootstrap, kafka.topic(CASH_TRANSFERS.name), mine)

@@ -71,8 +71,9 @@ def followed(msg: pb.PageLinks, page_fp: int, follow_external: bool) -> tuple[li
         if not len(fps) == len(urls) == len(externals):
             raise ValueError("page links with followed lists of different lengths")
         if follow_external:
-            keys, targets = list(fps), list(urls)
-            if page_fp not in keys and len(set(keys)) == len(keys):  # as the extractor writes them
+            keys, targets = fps[:], urls[:]  # slices: lists, made faster than by list()
+            distinct_keys = set(keys)
+            if len(distinct_keys) == len(keys) and page_fp not in distinct_keys:  # as the extractor writes them
                 return keys, targets
             distinct = dict(zip(keys, targets, strict=True))
         else:

@@ -7,12 +7,20 @@ already applied (sequence at or below the last one from their source) are skippe
 batch delivered again changes nothing. A batch is applied record by record, in order,
 then committed as a whole; if anything fails before the commit, the partitions it
 touched are dropped from memory and loaded again on the retry.
+
+Automatic garbage collection is paused while a batch is applied: the batch allocates
+hundreds of thousands of short-lived objects (decoded links, lists, messages) and no
+reference cycles, and the collector's passes over them cost several per cent of the CPU
+time per link transfer; it runs again between batches.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import Counter
@@ -25,7 +33,7 @@ from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
 from services.importance.keys import fingerprint, key_text, owners
 from services.importance.owned_partitions import OwnedPartitions, PartitionState
-from services.importance.transfers import accept
+from services.importance.transfers import accept, transfer_lists
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +56,18 @@ def page_key(raw: str, record_key: str) -> tuple[str, int]:
     return url, fingerprint(url)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Automatic garbage collection off inside the block (left off if it was off already)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class ImportanceHandler:
     def __init__(self, partitions: OwnedPartitions, follow_external: bool = True) -> None:
         self._partitions = partitions
@@ -55,7 +75,8 @@ class ImportanceHandler:
 
     async def __call__(self, records: list[Record[Any]]) -> None:
         async with self._partitions.lock:
-            await self._apply(records)
+            with collector_paused():
+                await self._apply(records)
 
     async def _apply(self, records: list[Record[Any]]) -> None:
         owned = self._partitions
@@ -74,7 +95,8 @@ class ImportanceHandler:
                 plan.append((record, (fp, url, keys, urls)))
             elif record.topic is CASH_TRANSFERS:
                 plan.append((record, None))
-        parts = iter(owners([k for _, v in plan if v is not None for k in v[2]], owned.partitions))
+        parts = owners([k for _, v in plan if v is not None for k in v[2]], owned.partitions)
+        at_part = 0
         touched: dict[int, PartitionState] = {}
         try:
             for record, visit in plan:
@@ -82,15 +104,16 @@ class ImportanceHandler:
                 topic = record.topic.name
                 if record.offset < state.applied.get(topic, 0):
                     if visit is not None:
-                        for _ in visit[2]:
-                            next(parts)
+                        at_part += len(visit[2])
                     continue  # applied before a crash or a rebalance
                 state.applied[topic] = record.offset + 1
                 touched[record.partition] = state
                 if visit is not None:
                     fp, url, keys, urls = visit
                     at = (record.value.fetched_at_ms or record.timestamp_ms) / 1000.0
-                    state.shard.visit(fp, url, keys, urls, [next(parts) for _ in keys], at)
+                    end = at_part + len(keys)
+                    state.shard.visit(fp, url, keys, urls, parts[at_part:end], at)
+                    at_part = end
                     VISITS.inc()
                 else:
                     self._receive(state, record)
@@ -114,4 +137,4 @@ class ImportanceHandler:
         if fresh:
             if not len(message.urls) == len(message.cash) == len(message.fingerprints):
                 raise PoisonMessage("cash transfer with lists of different lengths")
-            state.shard.receive(message.fingerprints, message.urls, message.cash)
+            state.shard.receive(*transfer_lists(message, record.raw_value))

@@ -15,7 +15,7 @@ from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
-from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
+from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES, PAGE_LINKS
 from services.importance.cash_store import CashStore
 from services.importance.handler import ImportanceHandler
 from services.importance.owned_partitions import OwnedPartitions
@@ -36,6 +36,7 @@ async def build(env: Mapping[str, str]) -> Service:
     producer = TopicProducer(kafka, "importance")
     owned = OwnedPartitions(
         store, producer, settings.opic_config(partitions), kafka.topic(CASH_TRANSFERS.name),
+        kafka.topic(IMPORTANCE_UPDATES.name),
         snapshot_bytes=settings.snapshot_megabytes << 20, snapshot_idle=settings.snapshot_idle_seconds,
     )
     consumer = TopicConsumer(

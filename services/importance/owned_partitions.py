@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 from prometheus_client import Gauge
 
 from libs.common.kafka.producer import TopicProducer
-from libs.common.topics import IMPORTANCE_UPDATES
-from libs.common.wire import messages as pb
 from services.importance.cash_store import CashStore, Commit, Fenced, OutboxRow, Published
 from services.importance.engine import OpicConfig, OpicEngine
 from services.importance.shard import Shard
 from services.importance.state_codec import encode_delta, encode_snapshot
 from services.importance.transfers import outbox_rows
+from services.importance.updates import encode_update, update_tail
 
 log = logging.getLogger(__name__)
 
@@ -62,13 +61,14 @@ class PartitionState:
 
 
 class OwnedPartitions:
-    def __init__(self, store: CashStore, producer: TopicProducer, config: OpicConfig, transfers_topic: str, *,
-                 snapshot_bytes: int = 64 << 20, snapshot_idle: float = 2.0,
+    def __init__(self, store: CashStore, producer: TopicProducer, config: OpicConfig, transfers_topic: str,
+                 updates_topic: str, *, snapshot_bytes: int = 64 << 20, snapshot_idle: float = 2.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._store = store
         self._producer = producer
         self._config = config
         self._transfers_topic = transfers_topic
+        self._updates_topic = updates_topic
         self._snapshot_bytes = snapshot_bytes
         self._snapshot_idle = snapshot_idle
         self._clock = clock
@@ -155,11 +155,11 @@ class OwnedPartitions:
     async def announce(self, states: Sequence[PartitionState], now_ms: int) -> int:
         """Sends an importance update for every page announced by ``states`` and flushes; returns how many."""
         sent = 0
+        send, topic, tail = self._producer.send_raw, self._updates_topic, update_tail(now_ms)
         for state in states:
             for a in state.shard.announcements():
-                self._producer.send(IMPORTANCE_UPDATES, a.host, pb.ImportanceUpdate(
-                    url=a.url, host=a.host, cash=a.cash, history=a.history, importance=a.importance,
-                    updated_at_ms=now_ms))
+                host = a.host
+                send(topic, host.encode("utf-8"), encode_update(a.url, host, a.cash, a.history, a.importance, tail))
                 sent += 1
         await self._producer.flush()
         return sent

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from services.importance.discovery import UrlKind, url_host_of_normalized, url_kind
 from services.importance.engine import CRAWLED, KIND_MASK, OpicEngine
@@ -49,7 +49,9 @@ class Shard:
         self.partition = partition
         self.engine = engine
         self.outgoing: dict[int, Outgoing] = {}
-        self._touched: dict[int, str] = {}
+        self._touched: dict[int, str | int] = {}
+        """Slot -> its URL, or where it is: ``source << 32 | index`` into ``_sources`` (received URL lists)."""
+        self._sources: list[Sequence[str]] = []
 
     def page(self, key: int, url: str) -> int:
         """The slot of the page, added (discovered) if new."""
@@ -102,18 +104,38 @@ class Shard:
         engine.distribute()
 
     def receive(self, keys: Sequence[int], urls: Sequence[str], amounts: Sequence[float]) -> None:
-        """Applies one incoming transfer: ``amounts[i]`` for the page ``keys[i]`` / ``urls[i]`` this partition owns."""
+        """Applies one incoming transfer: ``amounts[i]`` for the page ``keys[i]`` / ``urls[i]`` this partition owns.
+
+        The URLs are read only for new pages (and, later, for the pages announced): each one read
+        from a decoded message is a new string, and most of the pages got cash before.
+        """
+        n = len(keys)
+        if not n == len(urls) == len(amounts):
+            raise ValueError("cash transfer lists of different lengths")
         engine = self.engine
-        touched = self._touched
-        slots, balances, dirty = engine.slots, engine.cash, engine.dirty
-        for key, url, amount in zip(keys, urls, amounts, strict=True):
-            s = slots.get(key)
-            if s is None:
-                s = engine.add(key, url_host_of_normalized(url), url_kind(url), url)
+        get = engine.slots.get
+        key_list, amount_list = keys[:], amounts[:]  # slicing a decoded message's list is its fastest read
+        slots: list[Any] = list(map(get, key_list))  # ints once the new pages are added
+        balances = engine.cash
+        start = 0
+        if None in slots:  # new pages, each added before the amounts that follow it (as one loop would)
+            for i in [i for i, s in enumerate(slots) if s is None]:
+                for s, amount in zip(slots[start:i], amount_list[start:i], strict=True):
+                    balances[s] += amount
+                key = key_list[i]
+                s = get(key)
+                if s is None:
+                    url = urls[i]
+                    s = engine.add(key, url_host_of_normalized(url), url_kind(url), url)
+                slots[i] = s
+                start = i
+        for s, amount in zip(slots[start:], amount_list[start:], strict=True):
             balances[s] += amount
-            dirty.add(s)
-            touched[s] = url
-        engine.receive(sum(amounts))
+        engine.dirty.update(slots)
+        base = len(self._sources) << 32
+        self._sources.append(urls)
+        self._touched.update(zip(slots, range(base, base + n), strict=True))
+        engine.receive(sum(amount_list))
 
     def take_outgoing(self) -> dict[int, Outgoing]:
         out, self.outgoing = self.outgoing, {}
@@ -129,13 +151,15 @@ class Shard:
                 touched[s] = url
                 engine.shown[s] = -1.0  # due: announced whatever the change
         out = []
+        sources, self._sources = self._sources, []
         keys, shown, history, balances, flags = engine.keys, engine.shown, engine.history, engine.cash, engine.flags
+        hosts, host_of = engine.hosts, engine.host  # the host of a page's URL, as it was added
         mark_all, mark_new, weight = engine.mark_all, engine.mark_new, engine.weight
         t = engine.totals
         div_all, div_new = t.div_all, t.div_new
         denominator = engine.config.partitions * (t.history + t.initial)
         min_change = engine.config.announce_min_change
-        for s, url in touched.items():
+        for s, ref in touched.items():
             cash = balances[s] + (div_all - mark_all[s])  # effective_cash, inlined: this runs for every touched page
             if not flags[s] & CRAWLED:
                 cash += weight[s] * (div_new - mark_new[s])
@@ -146,5 +170,6 @@ class Shard:
             if flags[s] & KIND_MASK != UrlKind.PAGE:
                 engine.announced(s)
             h = history[s]
-            out.append(Announcement(keys[s], url, url_host_of_normalized(url), cash, h, (h + cash) / denominator))
+            url = ref if isinstance(ref, str) else sources[ref >> 32][ref & 0xFFFFFFFF]
+            out.append(Announcement(keys[s], url, hosts[host_of[s]], cash, h, (h + cash) / denominator))
         return out

@@ -91,7 +91,8 @@ async def env(fresh_db: str, kafka_bootstrap: str, unique_name: Any) -> AsyncIte
 
     def make() -> tuple[OwnedPartitions, ImportanceHandler]:
         owned = OwnedPartitions(CashStore(db, PARTITIONS, TOTAL), producer, SETTINGS.opic_config(PARTITIONS),
-                                kafka.topic(CASH_TRANSFERS.name), snapshot_idle=3600.0)
+                                kafka.topic(CASH_TRANSFERS.name), kafka.topic(IMPORTANCE_UPDATES.name),
+                                snapshot_idle=3600.0)
         made.append(owned)
         return owned, ImportanceHandler(owned)
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import services.importance.transfers as transfers
 from libs.common.wire import messages as pb
 from services.importance.keys import fingerprint, owner
 from services.importance.shard import Outgoing
-from services.importance.transfers import accept, outbox_rows
+from services.importance.transfers import accept, outbox_rows, transfer_lists
 
 
 def urls_owned_by(partition: int, count: int, partitions: int = 12) -> list[str]:
@@ -61,3 +64,29 @@ def test_a_transfer_is_applied_once(caplog: pytest.LogCaptureFixture) -> None:
     assert "missing" in caplog.text and received[2] == 5
     with pytest.raises(ValueError):
         accept(pb.CashTransfer(source_partition=12, sequence=1), received, 0)
+
+
+@given(st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.text(max_size=30), st.floats()), min_size=1,
+                max_size=300),
+       st.integers(-(2**63), 2**63 - 1))
+def test_transfer_lists_read_from_the_encoded_message_equal_the_decoded_ones(
+        entries: list[tuple[int, str, float]], sent_at_ms: int) -> None:
+    message = pb.CashTransfer(source_partition=1, sequence=2, sent_at_ms=sent_at_ms, urls=[u for _, u, _ in entries],
+                              cash=[c for _, _, c in entries], fingerprints=[k for k, _, _ in entries])
+    raw = message.SerializeToString()
+    decoded = pb.CashTransfer.FromString(raw)
+    keys, urls, cash = transfer_lists(decoded, raw)
+    assert isinstance(keys, list) and isinstance(cash, list)  # read from the bytes, not the message
+    assert list(keys) == list(decoded.fingerprints) and list(urls) == list(decoded.urls)
+    assert struct.pack(f"<{len(cash)}d", *cash) == struct.pack(f"<{len(cash)}d", *decoded.cash)
+
+
+def test_transfer_lists_of_another_layout_come_from_the_decoded_message() -> None:
+    message = pb.CashTransfer(source_partition=1, sequence=2, sent_at_ms=5, urls=["http://a.example/1"], cash=[1.5],
+                              fingerprints=[7])
+    more = pb.CashTransfer(urls=["http://a.example/2"], cash=[2.5], fingerprints=[8])
+    raw = message.SerializeToString() + more.SerializeToString()  # a valid message: the lists concatenated
+    decoded = pb.CashTransfer.FromString(raw)
+    keys, urls, cash = transfer_lists(decoded, raw)
+    assert (list(keys), list(urls), list(cash)) == ([7, 8], ["http://a.example/1", "http://a.example/2"], [1.5, 2.5])
+    assert transfer_lists(decoded, None)[0] is decoded.fingerprints
