@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 from collections.abc import Mapping
 
 from libs.common.grpc_server import GrpcServer
@@ -14,6 +16,7 @@ from libs.common.topics import FETCH_REQUESTS
 from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
 from services.fetcher.discoveries import DiscoveryPublisher
+from services.fetcher.event_loop import install_event_loop
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
 from services.fetcher.finished_requests import FinishedRequests
 from services.fetcher.handoff import Handoff
@@ -120,4 +123,9 @@ async def build(env: Mapping[str, str]) -> Service:
 
 
 def main() -> None:
+    try:
+        install_event_loop(load_settings(FetcherSettings, os.environ).event_loop)
+    except SettingsError as exc:
+        print(f"fetcher: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
     run_service("fetcher", build)

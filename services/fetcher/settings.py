@@ -128,6 +128,11 @@ class FetcherSettings:
         "How long the fetcher's producer waits to fill a batch (at least TRAWL_KAFKA_LINGER_MS): results and"
         " outcomes are not latency-critical, and fuller batches cost the fetcher and the broker less CPU per message.",
     )
+    event_loop: str = setting(
+        "TRAWL_FETCHER_EVENT_LOOP",
+        "uvloop",
+        "The event loop the fetcher runs on: uvloop (libuv's, in C: less CPU per fetch) or asyncio (the standard one).",
+    )
     warc_queue_records: int = setting(
         "TRAWL_FETCHER_WARC_QUEUE", 10_000, "Exchanges waiting for the WARC writer; beyond this, fetches wait for it."
     )
