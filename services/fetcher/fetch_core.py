@@ -189,7 +189,7 @@ class FetchCore:
             crawl_delay = policy.crawl_delay
             if min_delay > 0:
                 crawl_delay = max(crawl_delay or 0.0, min_delay)
-            key = await self._keys.key(host)
+            key = await self._keys.key(host) if self._keys.by_ip else host  # the host, lower case
             async with self._politeness.slot(key, crawl_delay=crawl_delay) as slot:
                 response = await slot.guard(self._http.fetch(url, allow=self._hop_allowed))
                 record_response(slot, response)

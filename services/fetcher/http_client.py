@@ -361,12 +361,14 @@ class HttpFetcher:
                 body = await reader.read(response.content, deadline)
             except BaseException as exc:  # cancelled by the total timeout or a handoff: still archived
                 cut = "disconnect" if isinstance(exc, Exception) else "unspecified"
-                await self._observe(response, started, bytes(reader.raw), cut)
+                if self._observer is not None:
+                    await self._observe(response, started, bytes(reader.raw), cut)
                 raise
             cut = "time" if body.error == ERROR_SLOW_BODY else "length" if body.truncated else ""
         if body.truncated or body.error or not response.content.at_eof():
             response.close()  # drop the connection instead of draining an unread body
-        await self._observe(response, started, body.raw, cut)
+        if self._observer is not None:
+            await self._observe(response, started, body.raw, cut)
         return _Hop(response.status, headers, body.decoded, body.truncated, content_type, retry_after, body.error)
 
     async def _observe(self, response: aiohttp.ClientResponse, started: float, raw: bytes, truncated: str) -> None:
