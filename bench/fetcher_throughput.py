@@ -18,7 +18,8 @@ free (``--in-order``: strictly in order, a slot waiting out its host's gap):
   in the ``--codec`` of ``TRAWL_FETCHER_BODY_CODEC``, within the largest message), the
   fetch outcome and any redirect discoveries produced to a local Tansu broker with the
   service's producer settings (lz4 batches, the fetcher's linger), flushed at the end of
-  the timed pass (decoding the fetch requests from the broker is not included); with
+  the timed pass (decoding the fetch requests from the broker is not included: they are
+  built before the pass); with
   ``--path encode`` only the body encoding, without a broker; with ``--path fetch`` the
   fetching alone. ``--warc`` adds the WARC archive;
 * baseline: one ``aiohttp.ClientSession``, ``GET`` and ``read()`` per URL, nothing else.
@@ -26,14 +27,17 @@ free (``--in-order``: strictly in order, a slot waiting out its host's gap):
 Each Trawl repetition starts a fresh fetcher and first fetches every host's robots.txt
 and lets its gap pass (untimed: a crawl's steady state, robots.txt cached and hosts
 free); the figure is 2xx pages per second of the page pass, median of interleaved
-repetitions. Printed beside it: the rate counting that robots.txt pass too, the time
-requests spent waiting for their host's gap (0 means politeness did not bind), the
-client CPU per page of both (the process's, librdkafka's and the WARC writer's threads
-included; the machine may be shared: CPU per page is steadier than wall time), the
-broker's CPU per page and the machine's load.
+repetitions. Both contenders run on the event loop the fetcher service runs on
+(``--loop``, by default ``TRAWL_FETCHER_EVENT_LOOP``). Printed beside it: the rate
+counting that robots.txt pass too, the time requests spent waiting for their host's gap
+(0 means politeness did not bind), the client CPU per page of both (the process's,
+librdkafka's and the WARC writer's threads included, and the event loop's thread alone;
+the machine may be shared: CPU per page is steadier than wall time), the broker's CPU
+per page and the machine's load.
 
     .venv/bin/python -m bench.fetcher_throughput [--hosts 3000 --pages-per-host 4 --concurrency 64]
         [--path service|encode|fetch] [--codec identity|zlib] [--linger-ms 100] [--warc]
+        [--loop uvloop|asyncio]
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ from libs.simweb import web as simweb_pages
 from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
 from services.fetcher.discoveries import DiscoveryPublisher
+from services.fetcher.event_loop import EVENT_LOOPS, install_event_loop
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
 from services.fetcher.http_client import HttpFetcher
 from services.fetcher.politeness import HostPoliteness
@@ -173,6 +178,7 @@ class TrawlRun:
     rate_with_robots: float
     politeness_wait: float
     cpu_ms_per_page: float
+    main_cpu_ms_per_page: float
     broker_cpu_ms_per_page: float
     failures: Counter[str]
     flush_seconds: float
@@ -235,7 +241,9 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
                                 response_time_factor=RESPONSE_TIME_FACTOR, max_backoff=600.0, park_after_failures=10)
     robots = RobotsCache(polite_robots_fetch(http, politeness), user_agent_token="trawl", clock=clock)
     core = FetchCore(http, robots, politeness, clock)
-    serial = iter(range(1 << 62))
+    # The requests as the service's consumer hands them over (decoding them is not counted).
+    requests = {url: pb.FetchRequest(url=url, host=urlsplit(url).hostname or "", request_id=f"r{n}", attempt=1)
+                for n, url in enumerate(urls)}
     failures: Counter[str] = Counter()
 
     async def fetch_robots(origin: str) -> bool:
@@ -247,9 +255,7 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             async def fetch_one(url: str) -> bool:
                 attempt = await core.fetch(url)
                 if worker is not None:  # what FetchWorker.handle does after the fetch
-                    host = urlsplit(url).hostname or ""
-                    worker.publish(pb.FetchRequest(url=url, host=host, request_id=f"r{next(serial)}", attempt=1),
-                                   attempt)
+                    worker.publish(requests[url], attempt)
                 elif publishing.path == "encode" and attempt.response is not None:
                     encode_body(attempt.response.body, publishing.codec)
                 if attempt.outcome != "ok":
@@ -261,7 +267,8 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             await run_all([f"http://{h}" for h in hosts], concurrency, fetch_robots)
             await asyncio.sleep(max(0.0, max(politeness.next_allowed_at(h) for h in hosts) - clock.now()))
             warm_up = time.perf_counter() - started
-            waited, cpu, broker = politeness.stats.wait_seconds, time.process_time(), broker_cpu(publishing.broker)
+            waited, broker = politeness.stats.wait_seconds, broker_cpu(publishing.broker)
+            cpu, main_cpu = time.process_time(), time.thread_time()
             wall = time.perf_counter()
             if dispatched:
                 rate = await run_dispatched(urls, concurrency, fetch_one, politeness.next_allowed_at, clock.now)
@@ -272,11 +279,11 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             if producer is not None:
                 await producer.flush()  # the service flushes before it commits its input offsets
             elapsed = time.perf_counter() - wall
-            cpu = time.process_time() - cpu
+            cpu, main_cpu = time.process_time() - cpu, time.thread_time() - main_cpu
             broker = broker_cpu(publishing.broker) - broker
             rate = ok / elapsed
             return TrawlRun(rate, len(urls) / (warm_up + len(urls) / rate), politeness.stats.wait_seconds - waited,
-                            cpu / len(urls) * 1000, broker / len(urls) * 1000, failures,
+                            cpu / len(urls) * 1000, main_cpu / len(urls) * 1000, broker / len(urls) * 1000, failures,
                             time.perf_counter() - fetched)
     finally:
         await http.stop()
@@ -314,6 +321,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--linger-ms", type=int, default=FetcherSettings().producer_linger_ms,
                         help="The producer's linger (TRAWL_FETCHER_PRODUCER_LINGER_MS).")
     parser.add_argument("--warc", action="store_true", help="Also write every response to WARC files.")
+    parser.add_argument("--loop", choices=EVENT_LOOPS, default=FetcherSettings().event_loop,
+                        help="The event loop both contenders run on (TRAWL_FETCHER_EVENT_LOOP).")
     parser.add_argument("--in-order", action="store_true",
                         help="Trawl takes the URLs strictly in order, a worker waiting out its host's gap, instead of "
                              "the next host whose gap has passed (as the scheduler dispatches).")
@@ -326,6 +335,7 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
                   broker: LocalBroker | None) -> Comparison:
     runs: list[TrawlRun] = []
     bare_cpu: list[float] = []
+    bare_main_cpu: list[float] = []
     loads: list[float] = []
     publishing = Publishing(args.path, args.codec, args.linger_ms, broker)
 
@@ -337,9 +347,10 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
         return runs[-1].rate
 
     async def baseline() -> float:
-        cpu = time.process_time()
+        cpu, main_cpu = time.process_time(), time.thread_time()
         rate = await bare_loop(urls, args.concurrency, proxy)
         bare_cpu.append((time.process_time() - cpu) / len(urls) * 1000)
+        bare_main_cpu.append((time.thread_time() - main_cpu) / len(urls) * 1000)
         return rate
 
     await bare_loop(urls[: args.concurrency * 4], args.concurrency, proxy)  # untimed warm-up
@@ -352,14 +363,17 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
         benchmark="fetcher throughput", unit="pages/s", contender=trawl, baseline=bare,
         workload={"hosts": hosts, "pages": len(urls), "concurrency": args.concurrency, "min_delay": MIN_DELAY,
                   "response_time_factor": RESPONSE_TIME_FACTOR, "server": "simulated web, own process, no gzip",
-                  "path": args.path, "codec": args.codec, "linger_ms": args.linger_ms, "warc": warc_root is not None},
+                  "path": args.path, "codec": args.codec, "linger_ms": args.linger_ms, "warc": warc_root is not None,
+                  "loop": args.loop},
         notes=[
             f"Trawl counting its robots.txt pass ({hosts} requests and each host's first gap): "
             f"{statistics.median(r.rate_with_robots for r in runs):,.1f} pages/s",
             "time Trawl's requests waited for their host's gap in the page pass: "
             f"{statistics.median(r.politeness_wait for r in runs):,.1f} s (median over repetitions)",
             f"client CPU per page: Trawl {statistics.median(r.cpu_ms_per_page for r in runs):.3f} ms, "
-            f"bare loop {statistics.median(bare_cpu):.3f} ms; broker CPU per Trawl page "
+            f"bare loop {statistics.median(bare_cpu):.3f} ms (event loop thread alone: Trawl "
+            f"{statistics.median(r.main_cpu_ms_per_page for r in runs):.3f} ms, bare loop "
+            f"{statistics.median(bare_main_cpu):.3f} ms); broker CPU per Trawl page "
             f"{statistics.median(r.broker_cpu_ms_per_page for r in runs):.3f} ms",
             f"1-minute load at the start of Trawl's repetitions: {min(loads):.1f} to {max(loads):.1f} "
             f"on {os.cpu_count()} CPUs",
@@ -390,6 +404,7 @@ def main() -> None:
             broker.ensure_started()
         assert server.stdout is not None and server.stdout.readline().strip() == "ready", "server did not start"
         urls = page_urls(web_config(args.seed, args.hosts, args.pages_per_host))
+        install_event_loop(args.loop)  # as the service does
         result = asyncio.run(compare(args, f"http://127.0.0.1:{port}", urls, warc_root, broker))
         report(result, args.json)
     finally:
