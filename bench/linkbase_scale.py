@@ -3,15 +3,16 @@
 One throwaway PostgreSQL (durable unless ``--fast``; shared buffers and WAL sized for the
 machine, :data:`TUNING`, unless ``--untuned``), one migrated database. The stored
 graph is bulk-loaded (COPY with the indexes dropped, then rebuilt: only the preload takes
-this shortcut), one database with ``--small`` and one with ``--large`` links, with the shape a
-crawl leaves: 20,000 hosts, 50 links per fetched page, half of them to the host's 25
-navigation pages and half to URLs seen nowhere else. At each size it measures, through the
-service's own code:
+this shortcut; then its indexes and URL rows are read into shared buffers, where a server
+that grew the graph by crawling has them, unless ``--cold``), one database with ``--small``
+and one with ``--large`` links, with the shape a crawl leaves: 20,000 hosts, 50 links per
+fetched page, half of them to the host's 25 navigation pages and half to URLs seen nowhere
+else. At each size it measures, through the service's own code:
 
 - inserts: fresh page-links batches (``--pages`` pages of 50 links each; the pages are
   stored, never-fetched URLs; half of their links go to URLs already stored, half to new
-  ones) through the handler's path, ``write_pipelined`` (rows of the next chunk built while
-  the previous one is written), once with the service's host groups written side by side
+  ones) through the handler's path, ``write_pipelined`` (rows of the next chunks built while
+  one is written), once with the service's host groups written side by side
   (``TRAWL_LINKBASE_WRITE_GROUPS``) and once with one writer, the two taking turns going
   first: links per second of wall time, and per CPU-second of this process and of the
   PostgreSQL server's processes (read from /proc; less at the mercy of the machine's load
@@ -25,7 +26,7 @@ are two databases on one server, preloaded first, then measured in alternation (
 large, large then small, ...), so that a drift of the shared machine's speed falls on both;
 the figure to read is how each rate holds up from the small to the large graph.
 
-    .venv/bin/python -m bench.linkbase_scale [--small 1000000 --large 10000000] [--fast] [--json]
+    .venv/bin/python -m bench.linkbase_scale [--small 1000000 --large 10000000] [--fast] [--cold] [--json]
 """
 
 from __future__ import annotations
@@ -108,6 +109,14 @@ _REBUILD = [
     "ANALYZE linkbase.links",
 ]
 
+# What a server that grew its link base by crawling has in shared buffers and the preload's
+# shortcut leaves out (an index built by CREATE INDEX is written past them): every index, and
+# the URL rows (link targets are probed there). Links' rows are only appended to: left out.
+_PREWARM = """
+SELECT count(pg_prewarm(c.oid)) FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+WHERE n.nspname = 'linkbase' AND (c.relkind = 'i' OR (c.relkind = 'r' AND c.relname NOT LIKE 'links%'))
+"""
+
 
 def _fp(url: str) -> int:
     """The URL fingerprint of an already normalised URL (what url_fingerprint computes for it)."""
@@ -140,8 +149,11 @@ def stored_graph(first_page: int, pages: int) -> Iterator[tuple[int, int, list[i
         yield h, n, targets
 
 
-def bulk_load(dsn: str, first_page: int, pages: int) -> float:
-    """Adds ``pages`` fetched pages and their links and targets; returns the seconds it took."""
+def bulk_load(dsn: str, first_page: int, pages: int, prewarm: bool = True) -> float:
+    """Adds ``pages`` fetched pages and their links and targets; returns the seconds it took.
+
+    With ``prewarm``, then reads the indexes and URL rows into shared buffers (:data:`_PREWARM`).
+    """
     started = time.perf_counter()
     hids = [host_id(host_name(h)) for h in range(HOSTS)]
     with psycopg.connect(dsn, autocommit=True) as conn, psycopg.connect(dsn, autocommit=True) as second:
@@ -177,6 +189,9 @@ def bulk_load(dsn: str, first_page: int, pages: int) -> float:
                     links.write_row((hid, source, target, hid, "", 1))
         for statement in _REBUILD:
             conn.execute(statement.encode())
+        if prewarm:
+            conn.execute(b"CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            conn.execute(_PREWARM.encode())
     return time.perf_counter() - started
 
 
@@ -347,20 +362,22 @@ def _spread(rates: list[float]) -> dict[str, float]:
 
 
 async def run(
-    small: int, large: int, rounds: int, pages: int, seen_rounds: int, fast: bool, tuned: bool, revisit: bool
+    small: int, large: int, rounds: int, pages: int, seen_rounds: int, fast: bool, tuned: bool, revisit: bool,
+    prewarm: bool = True,
 ) -> dict[str, Any]:
     results: dict[str, Any] = {"benchmark": "linkbase_scale", "workload": {
         "hosts": HOSTS, "links_per_page": LINKS_PER_PAGE, "insert_batches": rounds, "pages_per_batch": pages,
         "seen_batch": SEEN_BATCH, "write_chunk": CHUNK, "write_groups": GROUPS,
         "postgres": "fsync off" if fast else "durable (fsync on)",
-        "tuning": TUNING if tuned else "defaults", "hosts_of_inserted_pages": "revisited" if revisit else "spread"},
+        "tuning": TUNING if tuned else "defaults", "hosts_of_inserted_pages": "revisited" if revisit else "spread",
+        "shared_buffers_after_preload": "prewarmed" if prewarm else "cold"},
         "sizes": []}
     with tuned_postgres(fast, tuned) as server, fresh_database(server, "bench_scale_small") as small_dsn, \
             fresh_database(server, "bench_scale_large") as large_dsn:
         sizes: list[Size] = []
         for dsn, links in ((small_dsn, small), (large_dsn, large)):
             apply_migrations(dsn, "linkbase", MIGRATIONS)
-            seconds = await asyncio.to_thread(bulk_load, dsn, 0, links // LINKS_PER_PAGE)
+            seconds = await asyncio.to_thread(bulk_load, dsn, 0, links // LINKS_PER_PAGE, prewarm)
             print(f"  preloaded {links:,} links in {seconds:.0f} s", file=sys.stderr)
             sizes.append(Size(dsn, links // LINKS_PER_PAGE, rounds, pages, seen_rounds, revisit))
             results.setdefault("preload_seconds", []).append(round(seconds, 1))
@@ -414,10 +431,12 @@ def main() -> None:
     parser.add_argument("--revisit", action="store_true",
                         help="Insert batches revisit the same hosts (their navigation links recur) instead of "
                              "putting every page on another host.")
+    parser.add_argument("--cold", action="store_true",
+                        help="Leave the preloaded graph out of shared buffers (no pg_prewarm after the preload).")
     add_postgres_options(parser)
     args = parser.parse_args()
     results = asyncio.run(run(args.small, args.large, args.rounds, args.pages, args.seen_rounds, args.fast,
-                              not args.untuned, args.revisit))
+                              not args.untuned, args.revisit, not args.cold))
     if args.json:
         print(json.dumps(results, indent=2))
     else:

@@ -225,19 +225,24 @@ def _reason(link: pb.Link) -> str:
     return "empty"
 
 
+def add_record(batch: LinkbaseBatch, record: Record[Any]) -> None:
+    """Validates and adds one consumed message; raises PoisonMessage when it is bad."""
+    name = record.topic.name
+    if name == PAGE_LINKS.name:
+        batch.add_page_links(record.value)
+    elif name == DOCUMENTS.name:
+        batch.add_document(record.value)
+    elif name == DUPLICATE_VERDICTS.name:
+        batch.add_verdict(record.value)
+    elif name == FETCH_OUTCOMES.name:
+        batch.add_outcome(record.value, record.timestamp_ms)
+    else:
+        raise PoisonMessage(f"linkbase does not handle topic {name}")
+
+
 def build_batch(records: Iterable[Record[Any]]) -> LinkbaseBatch:
     """Validates and converts a consumed batch; raises PoisonMessage on the first bad message."""
     batch = LinkbaseBatch()
     for record in records:
-        name = record.topic.name
-        if name == PAGE_LINKS.name:
-            batch.add_page_links(record.value)
-        elif name == DOCUMENTS.name:
-            batch.add_document(record.value)
-        elif name == DUPLICATE_VERDICTS.name:
-            batch.add_verdict(record.value)
-        elif name == FETCH_OUTCOMES.name:
-            batch.add_outcome(record.value, record.timestamp_ms)
-        else:
-            raise PoisonMessage(f"linkbase does not handle topic {name}")
+        add_record(batch, record)
     return batch

@@ -16,9 +16,11 @@ class LinkbaseSettings:
     )
     write_chunk: int = setting(
         "TRAWL_LINKBASE_WRITE_CHUNK",
-        100,
+        250,
         "Messages per write transaction: a batch's chunks are written one after the other while the next "
-        "one's rows are built, so normalising and writing overlap.",
+        "ones' rows are built, so normalising and writing overlap (each transaction also costs the database "
+        "a fixed amount per statement and partition: 250 pages of 50 links take 14 us of its CPU per link, 100 "
+        "take 17).",
     )
     write_groups: int = setting(
         "TRAWL_LINKBASE_WRITE_GROUPS",

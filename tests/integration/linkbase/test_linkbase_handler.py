@@ -46,3 +46,13 @@ async def test_a_poison_message_stops_before_its_chunk_is_written(linkbase_db: D
     with pytest.raises(PoisonMessage):
         await write_pipelined(store, records, chunk=2)
     assert await _count(linkbase_db) == 6
+
+
+async def test_chunks_built_ahead_in_slices_stop_at_the_poison(linkbase_db: Database) -> None:
+    store = LinkStore(linkbase_db)
+    records = [_page(n, url="mailto:nobody" if n == 20 else "") for n in range(40)]
+    with pytest.raises(PoisonMessage):
+        await write_pipelined(store, records, chunk=12, groups=2)
+    assert await _count(linkbase_db) == 12 * 3  # chunk 0 only: the poison is in chunk 1, chunks 2 and 3 never come
+    await write_pipelined(store, [r for r in records if r.offset != 20], chunk=12, groups=2)
+    assert await _count(linkbase_db) == 39 * 3
