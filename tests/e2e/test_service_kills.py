@@ -20,15 +20,24 @@ one per busy host) and those whose outcome the broker had not yet acknowledged;
 their requests are delivered again, so they are fetched twice. On this web of a
 thousand pages, five fetcher kills cost 0 to 4.9% of pages (eleven runs), almost
 all of them requested within 0.25 s of a kill. The bound checked here, 6%, catches
-a regression such as lost commits (which refetch whole partitions); the target of
-under 1% needs a crawl several times larger than five kills' in-hand fetches,
-which this test's time budget does not allow.
+a regression such as lost commits (which refetch whole partitions). What a kill
+costs does not grow with the crawl, so the share falls as the crawl grows: with
+``TRAWL_KILL_TEST_PAGES`` of 5,000 or more (the same thirty hosts, each with more
+pages; the crawl then takes minutes) the test checks the target of under 1%::
+
+    TRAWL_KILL_TEST_PAGES=8000 .venv/bin/python -m pytest -p no:cacheprovider tests/e2e/test_service_kills.py
+
+(measured: 21 of 7,559 pages requested twice, 0.28%, every test passing, in 9.5
+minutes at a load of 4 to 7 on 2 cores; the crawl itself goes at the pace of the
+slowest hosts, whose adaptive gap is ten times their 0.3 s answers).
+
 The server's request log is written to ``requests.jsonl`` beside the chaos log.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -50,18 +59,20 @@ from tests.e2e.crawl_checks import (
 from tests.e2e.crawl_harness import CrawlStack, crawl_stack
 from tests.e2e.fault_injection import Kill, ServiceChaos, wait_fetched, wait_serving, wait_until_quiet
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+PAGES = int(os.environ.get("TRAWL_KILL_TEST_PAGES", "1000"))
+LARGE_WEB = 5000  # from this size on, the issue's target of under 1% refetched is checked
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600 + PAGES // 4)]
 log = logging.getLogger(__name__)
 
 SEED = 20261122
 KILLS_PER_SERVICE = 5
 WEB = SimWebConfig(
-    seed=31, hosts=30, pages=1000, host_size_exponent=0.3, hub_host_ratio=0.0,
+    seed=31, hosts=30, pages=PAGES, host_size_exponent=0.3, hub_host_ratio=0.0,
     crawl_delay_host_ratio=0.1, crawl_delay_values=(0.8,),
     latency_range=(0.02, 0.3),  # hosts answer at different speeds, so their fetches do not all fall together
 )
 MIN_DELAY = 0.4
-REFETCH_BOUND = 0.06  # share of pages; see the module's docstring
+REFETCH_BOUND = 0.01 if PAGES >= LARGE_WEB else 0.06  # share of pages; see the module's docstring
 ENV = {
     "TRAWL_FETCHER_MIN_DELAY": str(MIN_DELAY),
     "TRAWL_FETCHER_HANDOFF_DELAY": "1.0",  # covers the largest gap of this web (the Crawl-delay)
@@ -102,7 +113,7 @@ def chaos_crawl(kafka_bootstrap: str, pg_dsn: str, tmp_path_factory: pytest.Temp
             for name, process in stack.processes.items():
                 assert process.alive(), f"{name} exited: see {process.log_path}"
 
-        waited = wait_until_quiet(stack, timeout=300, alive=all_alive)
+        waited = wait_until_quiet(stack, timeout=300 + PAGES // 5, alive=all_alive)
         print(f"quiet {waited:.1f}s after the last restart")
         for name, process in stack.processes.items():
             wait_serving(addresses[name], process, 10)
