@@ -114,6 +114,8 @@ class OpicEngine:
         self.site_pages: dict[int, list[int]] = {}
         self.site_urls: dict[int, str] = {}
         self.dirty: set[int] = set()
+        self._rounding = 0.5 * config.weights.smallest
+        """Below this, ``weight_new`` is rounding left over: no uncrawled page has a weight."""
         self._watch: list[tuple[float, int]] = []
         self._watch_at: dict[int, float] = {}
 
@@ -258,7 +260,7 @@ class OpicEngine:
         if t.virtual == 0.0 or not self.config.virtual_page:
             return
         # weight_new is a running sum: once no uncrawled page has a weight, what is left is rounding
-        weighted = t.weight_new >= 0.5 * self.config.weights.smallest
+        weighted = t.weight_new >= self._rounding
         to_all = t.virtual * self.config.virtual_to_all if weighted else t.virtual
         to_new = t.virtual - to_all
         if to_new > 0.0:

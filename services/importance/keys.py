@@ -16,7 +16,8 @@ import numpy as np
 
 _M = np.uint32(0x5BD1E995)
 _SEED = np.uint32(0x9747B28C ^ 16)
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_HEX_PAIRS = np.array([ord(f"{b:02x}"[0]) | ord(f"{b:02x}"[1]) << 8 for b in range(256)], dtype="<u2")
+"""An octet's two hex digits as a little-endian 16-bit word (first digit first in memory)."""
 
 
 def fingerprint(normalized_url: str) -> int:
@@ -37,11 +38,8 @@ def owners(fps: Sequence[int], partitions: int) -> list[int]:
     if partitions == 1:
         return [0] * len(fps)
     count = len(fps)
-    octets = np.asarray(fps, dtype=np.int64).astype(">i8").view(np.uint8).reshape(count, 8)
-    digits = np.empty((count, 16), dtype=np.uint8)  # the key's 16 hex digits, first digit first
-    digits[:, 0::2] = _HEX[octets >> 4]
-    digits[:, 1::2] = _HEX[octets & 0xF]
-    words = digits.view("<u4").reshape(count, 4)
+    octets = np.asarray(fps, dtype=np.int64).astype(">i8").view(np.uint8)
+    words = _HEX_PAIRS[octets].view("<u4").reshape(count, 4)  # the key's 16 hex digits, first digit first
     with np.errstate(over="ignore"):
         h = np.full(len(fps), _SEED, dtype=np.uint32)
         for i in range(4):
