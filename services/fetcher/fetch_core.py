@@ -69,6 +69,7 @@ Outcome = Literal[
 ]
 
 _RETRYABLE_STATUSES = frozenset({408, 429})
+_ORIGINS_KEPT = 100_000  # origins remembered by scheme and authority (then forgotten all at once)
 
 
 @dataclass(slots=True)  # not frozen: made for every fetch, and a frozen one costs twice as much to make
@@ -156,6 +157,7 @@ class FetchCore:
         self._keys = keys if keys is not None else PolitenessKeys()
         self._direct_robots = direct_robots_fetch(http)
         self.outcomes: collections.Counter[str] = collections.Counter()
+        self._origins: dict[tuple[str, str], str] = {}
 
     async def fetch(self, url: str, min_delay: float = 0.0) -> FetchAttempt:
         """Fetch ``url`` if robots.txt and politeness allow; never raises for network problems.
@@ -178,7 +180,7 @@ class FetchCore:
         refusal = await self._http.target_refusal(host)
         if refusal is not None:  # before robots.txt, whose fetch the guard would refuse as "unreachable"
             return self._result(url, host, "invalid_url", None, False, refusal)
-        origin = str(parsed.origin())  # what origin_of gives, without parsing the URL again
+        origin = self._origin(parsed)
         try:
             policy = await self._robots.policy(origin)
             if not policy.allowed(url):
@@ -200,6 +202,16 @@ class FetchCore:
         except PolitenessTimeoutError as exc:
             return self._result(url, host, "politeness_timeout", None, True, exc.reason)
         return self._classify(url, host, response)
+
+    def _origin(self, parsed: URL) -> str:
+        """What origin_of gives for ``parsed``, worked out once per scheme and authority."""
+        key = (parsed.scheme, parsed.raw_authority)
+        origin = self._origins.get(key)
+        if origin is None:
+            if len(self._origins) >= _ORIGINS_KEPT:
+                self._origins.clear()
+            origin = self._origins[key] = str(parsed.origin())
+        return origin
 
     async def _hop_allowed(self, hop_url: str) -> bool:
         try:
