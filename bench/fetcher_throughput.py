@@ -33,7 +33,8 @@ counting that robots.txt pass too, the time requests spent waiting for their hos
 (0 means politeness did not bind), the client CPU per page of both (the process's,
 librdkafka's and the WARC writer's threads included, and the event loop's thread alone;
 the machine may be shared: CPU per page is steadier than wall time), the broker's CPU
-per page and the machine's load.
+per page, the simulated web's CPU per page for each contender (at one core's worth it
+bounds the rate) and the machine's load.
 
     .venv/bin/python -m bench.fetcher_throughput [--hosts 3000 --pages-per-host 4 --concurrency 64]
         [--path service|encode|fetch] [--codec identity|zlib] [--linger-ms 100] [--warc]
@@ -180,6 +181,7 @@ class TrawlRun:
     cpu_ms_per_page: float
     main_cpu_ms_per_page: float
     broker_cpu_ms_per_page: float
+    server_cpu_ms_per_page: float
     failures: Counter[str]
     flush_seconds: float
 
@@ -216,7 +218,11 @@ async def worker_for(core: FetchCore, clock: SystemClock, publishing: Publishing
 
 def broker_cpu(broker: LocalBroker | None) -> float:
     """CPU seconds the broker process has used so far (0 without one)."""
-    pid = broker.pid() if broker is not None else None
+    return process_cpu(broker.pid() if broker is not None else None)
+
+
+def process_cpu(pid: int | None) -> float:
+    """CPU seconds process ``pid`` has used so far (0 without one)."""
     if pid is None:
         return 0.0
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -224,7 +230,7 @@ def broker_cpu(broker: LocalBroker | None) -> float:
 
 
 async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publishing: Publishing,
-                        warc_dir: Path | None, dispatched: bool = True) -> TrawlRun:
+                        warc_dir: Path | None, dispatched: bool = True, server_pid: int | None = None) -> TrawlRun:
     clock = SystemClock()
     archive: WarcArchive | WarcProcessArchive | None = None
     if warc_dir is not None:  # as the service writes it
@@ -267,7 +273,8 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             await run_all([f"http://{h}" for h in hosts], concurrency, fetch_robots)
             await asyncio.sleep(max(0.0, max(politeness.next_allowed_at(h) for h in hosts) - clock.now()))
             warm_up = time.perf_counter() - started
-            waited, broker = politeness.stats.wait_seconds, broker_cpu(publishing.broker)
+            waited, server = politeness.stats.wait_seconds, process_cpu(server_pid)
+            broker = broker_cpu(publishing.broker)
             cpu, main_cpu = time.process_time(), time.thread_time()
             wall = time.perf_counter()
             if dispatched:
@@ -281,9 +288,11 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             elapsed = time.perf_counter() - wall
             cpu, main_cpu = time.process_time() - cpu, time.thread_time() - main_cpu
             broker = broker_cpu(publishing.broker) - broker
+            server = process_cpu(server_pid) - server
             rate = ok / elapsed
             return TrawlRun(rate, len(urls) / (warm_up + len(urls) / rate), politeness.stats.wait_seconds - waited,
-                            cpu / len(urls) * 1000, main_cpu / len(urls) * 1000, broker / len(urls) * 1000, failures,
+                            cpu / len(urls) * 1000, main_cpu / len(urls) * 1000, broker / len(urls) * 1000,
+                            server / len(urls) * 1000, failures,
                             time.perf_counter() - fetched)
     finally:
         await http.stop()
@@ -332,10 +341,11 @@ def parse_args() -> argparse.Namespace:
 
 
 async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_root: Path | None,
-                  broker: LocalBroker | None) -> Comparison:
+                  broker: LocalBroker | None, server_pid: int | None = None) -> Comparison:
     runs: list[TrawlRun] = []
     bare_cpu: list[float] = []
     bare_main_cpu: list[float] = []
+    bare_server_cpu: list[float] = []
     loads: list[float] = []
     publishing = Publishing(args.path, args.codec, args.linger_ms, broker)
 
@@ -343,12 +353,13 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
         folder = warc_root / f"run-{len(runs)}" if warc_root is not None else None
         loads.append(os.getloadavg()[0])
         runs.append(await trawl_fetcher(urls, args.concurrency, proxy, publishing=publishing, warc_dir=folder,
-                                        dispatched=not args.in_order))
+                                        dispatched=not args.in_order, server_pid=server_pid))
         return runs[-1].rate
 
     async def baseline() -> float:
-        cpu, main_cpu = time.process_time(), time.thread_time()
+        cpu, main_cpu, server = time.process_time(), time.thread_time(), process_cpu(server_pid)
         rate = await bare_loop(urls, args.concurrency, proxy)
+        bare_server_cpu.append((process_cpu(server_pid) - server) / len(urls) * 1000)
         bare_cpu.append((time.process_time() - cpu) / len(urls) * 1000)
         bare_main_cpu.append((time.thread_time() - main_cpu) / len(urls) * 1000)
         return rate
@@ -375,6 +386,9 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
             f"{statistics.median(r.main_cpu_ms_per_page for r in runs):.3f} ms, bare loop "
             f"{statistics.median(bare_main_cpu):.3f} ms); broker CPU per Trawl page "
             f"{statistics.median(r.broker_cpu_ms_per_page for r in runs):.3f} ms",
+            "the simulated web's CPU per page (its own process, one core at most): Trawl's pages "
+            f"{statistics.median(r.server_cpu_ms_per_page for r in runs):.3f} ms, the bare loop's "
+            f"{statistics.median(bare_server_cpu):.3f} ms",
             f"1-minute load at the start of Trawl's repetitions: {min(loads):.1f} to {max(loads):.1f} "
             f"on {os.cpu_count()} CPUs",
             "time the final flush waited for the broker's acknowledgements: "
@@ -405,7 +419,7 @@ def main() -> None:
         assert server.stdout is not None and server.stdout.readline().strip() == "ready", "server did not start"
         urls = page_urls(web_config(args.seed, args.hosts, args.pages_per_host))
         install_event_loop(args.loop)  # as the service does
-        result = asyncio.run(compare(args, f"http://127.0.0.1:{port}", urls, warc_root, broker))
+        result = asyncio.run(compare(args, f"http://127.0.0.1:{port}", urls, warc_root, broker, server.pid))
         report(result, args.json)
     finally:
         server.terminate()
