@@ -28,8 +28,9 @@ from services.linkbase.store import LinkStore
 
 log = logging.getLogger(__name__)
 
-SLICE = 8
-"""Messages built between two turns of the event loop (about 2 ms of pages of 50 links)."""
+SLICE = 2
+"""Messages built between two turns of the event loop (about 0.5 ms of pages of 50 links; with 8, a
+database reply waiting up to 2 ms, 10 million links stored: 6-8% fewer links per second)."""
 
 
 async def build_ahead(chunks: list[list[Record[Any]]], built: list[asyncio.Future[LinkbaseBatch]]) -> None:
