@@ -211,9 +211,12 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
             shared[base + 2] = float(len(raw))
             if batch:
                 continue
+            # pages left first: an instance publishes them after what it sent, so once its pages read
+            # as done, its sent cash read next includes its last visits' (read the other way round, an
+            # instance could stop before the other's last transfers to it arrived, and the other wait forever)
+            left = sum(shared[3 * i + 2] for i in range(job.replicas))
             sent = sum(shared[3 * i] for i in range(job.replicas))
             received = sum(shared[3 * i + 1] for i in range(job.replicas))
-            left = sum(shared[3 * i + 2] for i in range(job.replicas))
             if left == 0 and abs(sent - received) <= 1e-9 * max(1.0, sent):
                 # every page applied, every share sent applied
                 return time.perf_counter() - started, time.process_time() - cpu
