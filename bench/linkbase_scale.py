@@ -57,6 +57,7 @@ from libs.common.wire import messages as pb
 from libs.localinfra import LocalPostgres
 from services.linkbase.batch import build_batch
 from services.linkbase.handler import write_pipelined
+from services.linkbase.host_budget import HostBudget
 from services.linkbase.rows import UrlRef, host_id, resolve
 from services.linkbase.seen import (
     SEEN_SQL,  # the query the service runs
@@ -263,7 +264,7 @@ class Size:
     def __init__(self, dsn: str, stored_pages: int, rounds: int, pages: int, seen_rounds: int, revisit: bool) -> None:
         self.stored_pages = stored_pages
         self.db = Database(DatabaseSettings(dsn=dsn, pool_max=GROUPS + 1), "bench-scale")
-        self.store = LinkStore(self.db)
+        self.store = LinkStore(self.db, HostBudget(_SETTINGS.max_urls_per_host))  # as the service wires it
         first = stored_pages - (3 * rounds + 1) * pages
         self.warm, *self.inserts = insert_batches(first, 3 * rounds + 1, pages, revisit)
         self.warm_seen, *self.checks = seen_batches(stored_pages, seen_rounds + 1, stored_pages + 7)
