@@ -184,6 +184,9 @@ class FetchCore:
         try:
             policy = await self._robots.policy(origin)
             if not policy.allowed(url):
+                if policy.transient:  # robots.txt timed out: nothing known yet, try the page again later
+                    detail = f"robots.txt not fetched: {policy.error}"
+                    return self._result(url, host, "network_error", None, True, detail)
                 detail = (
                     f"robots.txt {policy.kind} (status {policy.status}{', ' + policy.error if policy.error else ''})"
                 )

@@ -94,6 +94,7 @@ async def build(env: Mapping[str, str]) -> Service:
         clock=clock,
         ttl=settings.robots_ttl,
         error_ttl=settings.robots_error_ttl,
+        timeout_ttl=settings.robots_timeout_ttl,
         on_loaded=sitemaps.robots_loaded if settings.sitemaps else None,
     )
     core = FetchCore(http, robots, politeness, clock, keys)

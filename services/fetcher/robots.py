@@ -7,7 +7,12 @@ Outcomes of fetching ``<origin>/robots.txt`` (after up to five redirects):
 * 4xx except 429, too many redirects, a redirect loop or a bad redirect
   target: the file is "unavailable", everything is allowed;
 * 5xx, 429 or no answer at all: the file is "unreachable", everything is
-  disallowed, and that verdict lasts only ``error_ttl`` seconds.
+  disallowed, and that verdict lasts only ``error_ttl`` seconds;
+* a timeout (connecting, or the whole request) is the same verdict, but
+  *transient*: it lasts only ``timeout_ttl`` seconds, and the fetcher reports
+  the page as a retryable network error rather than as disallowed, so that one
+  slow moment (the host's, or the network's) does not keep a site out of the
+  crawl. Nothing is fetched from the origin meanwhile either way.
 
 Parsed and allow-all verdicts last ``ttl`` seconds. The cache is keyed by
 origin (``scheme://host[:port]``) and bounded, least recently used first out.
@@ -30,8 +35,10 @@ from yarl import URL
 
 from services.fetcher.clock import Clock
 from services.fetcher.http_response import (
+    ERROR_CONNECT_TIMEOUT,
     ERROR_INVALID_REDIRECT,
     ERROR_REDIRECT_LOOP,
+    ERROR_TIMEOUT,
     ERROR_TOO_MANY_REDIRECTS,
     HttpResponse,
 )
@@ -47,6 +54,7 @@ PolicyKind = Literal["rules", "allow_all", "disallow_all"]
 
 # Redirect failures mean "unavailable" (RFC 9309 section 2.3.1.2), not "unreachable".
 _UNAVAILABLE_ERRORS = frozenset({ERROR_TOO_MANY_REDIRECTS, ERROR_REDIRECT_LOOP, ERROR_INVALID_REDIRECT})
+_TRANSIENT_ERRORS = frozenset({ERROR_CONNECT_TIMEOUT, ERROR_TIMEOUT})
 
 
 def origin_of(url_or_origin: str) -> str:
@@ -73,6 +81,8 @@ class RobotsPolicy:
     error: str = ""
     truncated: bool = False
     parser: Any = field(default=None, repr=False, compare=False)
+    transient: bool = False
+    """A disallow-all because fetching the file timed out (see the module docstring)."""
 
     @property
     def temporary(self) -> bool:
@@ -143,6 +153,7 @@ class RobotsCache:
         clock: Clock,
         ttl: float = 86_400.0,
         error_ttl: float = 600.0,
+        timeout_ttl: float = 5.0,
         max_bytes: int = 500 * 1024,
         max_entries: int = 100_000,
         on_loaded: Callable[[RobotsPolicy], None] | None = None,
@@ -154,6 +165,7 @@ class RobotsCache:
         self._clock = clock
         self._ttl = ttl
         self._error_ttl = error_ttl
+        self._timeout_ttl = min(timeout_ttl, error_ttl)
         self._max_bytes = max_bytes
         self._max_entries = max_entries
         self._on_loaded = on_loaded
@@ -282,6 +294,9 @@ class RobotsCache:
             self.stats.allow_all += 1
             return RobotsPolicy(origin, "allow_all", now, now + self._ttl, self._token, status, response.error)
         self.stats.disallow_all += 1
+        if status == 0 and response.error_code in _TRANSIENT_ERRORS:
+            return RobotsPolicy(origin, "disallow_all", now, now + self._timeout_ttl, self._token, status,
+                                response.error, transient=True)
         return RobotsPolicy(origin, "disallow_all", now, now + self._error_ttl, self._token, status, response.error)
 
     def _decode(self, body: bytes, truncated: bool) -> tuple[str, bool]:

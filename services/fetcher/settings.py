@@ -50,6 +50,12 @@ class FetcherSettings:
     robots_error_ttl: float = setting(
         "TRAWL_FETCHER_ROBOTS_ERROR_TTL", 600.0, "How long a 5xx/unreachable robots.txt disallows the host (s)."
     )
+    robots_timeout_ttl: float = setting(
+        "TRAWL_FETCHER_ROBOTS_TIMEOUT_TTL",
+        5.0,
+        "How long a robots.txt fetch that timed out keeps the host's pages back (s); they are reported as"
+        " retryable network errors and tried again, not disallowed.",
+    )
     politeness_by_ip: bool = setting(
         "TRAWL_FETCHER_POLITENESS_BY_IP",
         False,

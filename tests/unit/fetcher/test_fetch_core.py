@@ -99,6 +99,24 @@ async def test_unreachable_robots_txt_blocks_the_host_for_now(serve, make_core) 
     assert server.paths() == ["/robots.txt"]
 
 
+async def test_a_robots_txt_that_times_out_makes_the_page_a_retryable_network_error(serve, make_core) -> None:
+    app = site(None, {"/page": (200, HTML, b"x")})
+
+    async def robots(request: web.Request) -> web.Response:
+        await asyncio.sleep(5)
+        return web.Response(text="")
+
+    app.router.add_get("/robots.txt", robots)
+    server = await serve(app)
+    core = await make_core(fetcher_settings={"total_timeout": 0.3})
+    first = await core.fetch(server.url("/page"))
+    assert (first.outcome, first.retryable) == ("network_error", True)
+    assert first.detail == "robots.txt not fetched: timeout"
+    again = await core.fetch(server.url("/page"))  # within the short verdict: robots.txt is not asked again
+    assert (again.outcome, again.retryable) == ("network_error", True)
+    assert server.paths() == ["/robots.txt"]  # the page itself was never requested
+
+
 async def test_robots_fetch_takes_the_host_slot_and_crawl_delay_is_applied(serve, make_core) -> None:
     server = await serve(site("User-agent: *\nCrawl-delay: 7\n", {"/a": (200, HTML, b"a")}))
     clock = FakeClock()

@@ -96,7 +96,7 @@ async def test_redirect_failures_count_as_unavailable(error: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "error"), [(503, ""), (500, ""), (429, ""), (0, "timeout"), (0, "connect_error:refused")]
+    ("status", "error"), [(503, ""), (500, ""), (429, ""), (0, "connect_error:refused"), (0, "dns_error:nxdomain")]
 )
 async def test_5xx_or_unreachable_disallows_everything_until_error_ttl(status: int, error: str) -> None:
     clock = FakeClock()
@@ -112,6 +112,28 @@ async def test_5xx_or_unreachable_disallows_everything_until_error_ttl(status: i
     assert await robots.allowed("http://site.test/page")
     assert not await robots.allowed("http://site.test/x")
     assert len(fetch.calls) == 2
+
+
+@pytest.mark.parametrize("error", ["timeout", "connect_timeout"])
+async def test_a_timeout_disallows_everything_only_for_the_timeout_ttl(error: str) -> None:
+    clock = FakeClock()
+    fetch = ScriptedFetch(answer(0, error=error), answer(200, "User-agent: *\nDisallow: /x\n"))
+    robots = make_cache(fetch, clock, error_ttl=600.0, timeout_ttl=5.0)
+    policy = await robots.policy(ORIGIN)
+    assert policy.kind == "disallow_all" and policy.transient and policy.temporary
+    assert policy.error == error
+    clock.advance(4.9)
+    assert not await robots.allowed("http://site.test/page")
+    assert len(fetch.calls) == 1
+    clock.advance(0.1)
+    assert await robots.allowed("http://site.test/page")
+    assert not (await robots.policy(ORIGIN)).transient
+    assert len(fetch.calls) == 2
+
+
+async def test_other_failures_are_not_transient() -> None:
+    robots = make_cache(ScriptedFetch(answer(503)), FakeClock())
+    assert not (await robots.policy(ORIGIN)).transient
 
 
 async def test_good_verdicts_last_the_ttl() -> None:
