@@ -232,20 +232,27 @@ def _wait_serving(process: subprocess.Popen[str], port: int, timeout: float = 30
     raise AssertionError(f"no SERVING health answer on port {port} within {timeout}s")
 
 
-def test_a_service_process_serves_health_and_drains_on_sigterm(dedup_env: dict[str, str]) -> None:
-    port = int(dedup_env["TRAWL_GRPC_ADDRESS"].rsplit(":", 1)[1])
-    process = subprocess.Popen([sys.executable, "-m", "services.dedup"], cwd=ROOT, env=dedup_env,
+def _serve_then_stop(env: dict[str, str], serving_timeout: float = 30.0) -> tuple[int, str, str]:
+    """Runs the dedup service until it serves, then SIGTERM: (exit code, stdout, stderr)."""
+    port = int(env["TRAWL_GRPC_ADDRESS"].rsplit(":", 1)[1])
+    process = subprocess.Popen([sys.executable, "-m", "services.dedup"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_serving(process, port)
+        _wait_serving(process, port, serving_timeout)
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate()
+    return process.returncode, stdout, stderr
 
-    assert process.returncode == 0, stderr
+
+def test_a_service_process_serves_health_and_drains_on_sigterm(dedup_env: dict[str, str]) -> None:
+    port = int(dedup_env["TRAWL_GRPC_ADDRESS"].rsplit(":", 1)[1])
+    returncode, stdout, stderr = _serve_then_stop(dedup_env)
+
+    assert returncode == 0, stderr
     lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
     assert lines, stdout
     assert all(line["service"] == "dedup" for line in lines)
@@ -351,20 +358,10 @@ def test_a_service_started_before_its_database_serves_once_the_database_is_there
 ) -> None:
     info = psycopg.conninfo.conninfo_to_dict(dedup_env["TRAWL_DATABASE_URL"])
     target = (str(info.get("host") or "127.0.0.1"), int(info.get("port") or 5432))
-    port = int(dedup_env["TRAWL_GRPC_ADDRESS"].rsplit(":", 1)[1])
     with _LateRelay(target, delay=2.0) as relay:
         env = {**dedup_env, "TRAWL_DATABASE_URL": _closed_port_dsn(dedup_env["TRAWL_DATABASE_URL"], relay.port)}
-        process = subprocess.Popen([sys.executable, "-m", "services.dedup"], cwd=ROOT, env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            _wait_serving(process, port, timeout=45)
-            process.send_signal(signal.SIGTERM)
-            stdout, stderr = process.communicate(timeout=30)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
-    assert process.returncode == 0, stderr
+        returncode, stdout, stderr = _serve_then_stop(env, serving_timeout=45)
+    assert returncode == 0, stderr
     messages = [json.loads(line)["msg"] for line in stdout.splitlines() if line.startswith("{")]
     assert any(m.startswith("cannot start yet") for m in messages)
     assert "dedup started" in messages
