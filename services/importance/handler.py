@@ -11,20 +11,18 @@ touched are dropped from memory and loaded again on the retry.
 Automatic garbage collection is paused while a batch is applied: the batch allocates
 hundreds of thousands of short-lived objects (decoded links, lists, messages) and no
 reference cycles, and the collector's passes over them cost several per cent of the CPU
-time per link transfer; it runs again between batches.
+time per link transfer; it runs again between batches (:mod:`libs.common.collector`).
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from prometheus_client import Counter
 
+from libs.common.collector import collector_paused
 from libs.common.errors import PoisonMessage
 from libs.common.followed_links import followed
 from libs.common.kafka.consumer import Record
@@ -54,18 +52,6 @@ def page_key(raw: str, record_key: str) -> tuple[str, int]:
     except InvalidUrl as exc:
         raise PoisonMessage(f"page links for invalid URL {raw[:200]!r}: {exc.reason}") from exc
     return url, fingerprint(url)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Automatic garbage collection off inside the block (left off if it was off already)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class ImportanceHandler:

@@ -19,9 +19,9 @@ import asyncio
 import logging
 from typing import Any
 
+from libs.common.collector import collector_paused
 from libs.common.kafka.consumer import Record
 from services.linkbase.batch import LinkbaseBatch, add_record
-from services.linkbase.collector import collector_paused
 from services.linkbase.group_writer import GroupWriter
 from services.linkbase.outbox import DiscoveryPublisher
 from services.linkbase.store import LinkStore
@@ -58,7 +58,7 @@ async def write_pipelined(store: LinkStore, records: list[Record[Any]], chunk: i
 
     One transaction per chunk, or with ``groups`` > 1 one per chunk and host group, the groups
     written side by side (:mod:`services.linkbase.group_writer`). The garbage collector is held off
-    meanwhile (:mod:`services.linkbase.collector`).
+    meanwhile (:mod:`libs.common.collector`).
     """
     with collector_paused():
         await _write_chunks(store, records, chunk, groups)

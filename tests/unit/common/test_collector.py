@@ -2,7 +2,7 @@ import gc
 
 import pytest
 
-from services.linkbase.collector import collector_paused
+from libs.common.collector import collector_paused
 
 
 def test_collection_is_off_inside_and_back_on_after() -> None:
