@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Protocol
 
-from services.fetcher.deadlines import FIRED_RATE, Deadline
+from services.fetcher.deadlines import FIRED_RATE, Deadline, Deadlines
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,10 @@ class ByteStream(Protocol):
     """What is read from: aiohttp's ``StreamReader`` (``response.content``)."""
 
     async def read(self, n: int = -1) -> bytes: ...
+
+
+_OWN_DEADLINES = Deadlines()
+"""The rate checks of bodies read without a request's deadline."""
 
 
 @dataclass(frozen=True)
@@ -127,30 +132,27 @@ class BodyReader:
 
         Network errors from ``stream`` propagate. With an error, ``decoded`` is what could be decoded.
         The minimum rate is kept by ``deadline`` (the request's, see :mod:`services.fetcher.deadlines`)
-        when given, else by a timer of this body's own.
+        when given, else by a deadline of this body's own, without a time limit.
         """
         limits = self._limits
-        if deadline is not None and limits.min_bytes_per_second > 0:
-            deadline.watch_rate(self.raw, limits.min_bytes_per_second, limits.rate_grace,
-                                asyncio.get_running_loop().time())
+        if limits.min_bytes_per_second <= 0:
+            return await self._read(stream)
+        if deadline is None:
+            own = _OWN_DEADLINES.watch(math.inf)
             try:
-                return await self._read(stream)
-            except asyncio.CancelledError:
-                if not deadline.expired_here(FIRED_RATE):
-                    raise
-                return Body(bytes(self.raw), b"", False, ERROR_SLOW_BODY)
+                return await self.read(stream, own)
             finally:
-                deadline.stop_rate()
-        watch = _RateWatch(limits, self.raw) if limits.min_bytes_per_second > 0 else None
+                own.close()
+        deadline.watch_rate(self.raw, limits.min_bytes_per_second, limits.rate_grace,
+                            asyncio.get_running_loop().time())
         try:
             return await self._read(stream)
         except asyncio.CancelledError:
-            if watch is None or not watch.fired or watch.task.uncancel() > 0:
+            if not deadline.expired_here(FIRED_RATE):
                 raise
             return Body(bytes(self.raw), b"", False, ERROR_SLOW_BODY)
         finally:
-            if watch is not None:
-                watch.close()
+            deadline.stop_rate()
 
     async def _read(self, stream: ByteStream) -> Body:
         cap = self._limits.max_body_bytes
@@ -185,41 +187,6 @@ class BodyReader:
             if len(decoded) > cap or pending or len(raw) > cap:
                 del decoded[cap:]
                 return Body(bytes(raw[:cap]), bytes(decoded), True)
-
-
-class _RateWatch:
-    """Cancels the reading task once the body falls below the minimum average rate.
-
-    One timer per body, not per read: it fires when, had nothing more come, the
-    average would drop below the rate, and looks again if more did come.
-    """
-
-    def __init__(self, limits: BodyLimits, received: bytearray) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self.task = task
-        self.fired = False
-        self._limits = limits
-        self._received = received
-        self._loop = asyncio.get_running_loop()
-        self._started = self._loop.time()
-        self._handle = self._loop.call_at(self._due(), self._check)
-
-    def _due(self) -> float:
-        """When one more byte must have come for the average to hold."""
-        limits = self._limits
-        return self._started + max(limits.rate_grace, (len(self._received) + 1) / limits.min_bytes_per_second)
-
-    def _check(self) -> None:
-        due = self._due()
-        if due > self._loop.time():
-            self._handle = self._loop.call_at(due, self._check)
-            return
-        self.fired = True
-        self.task.cancel()
-
-    def close(self) -> None:
-        self._handle.cancel()
 
 
 async def read_body(stream: ByteStream, content_encoding: str, limits: BodyLimits) -> Body:
