@@ -70,10 +70,13 @@ def wait_serving(address: str, process: ServiceProcess, timeout: float) -> float
     return time.monotonic() - started
 
 
-def wait_fetched(dsn: str, count: int, timeout: float = 240.0) -> None:
+def wait_fetched(dsn: str, count: int, timeout: float = 240.0, alive: Callable[[], None] | None = None) -> None:
+    """Waits until ``count`` pages are fetched; ``alive`` (asserting every process runs) cuts a doomed wait short."""
     deadline = time.monotonic() + timeout
     while fetched_count(dsn) < count:
         assert time.monotonic() < deadline, f"fewer than {count} pages fetched in {timeout}s"
+        if alive is not None:
+            alive()
         time.sleep(0.25)
 
 

@@ -104,11 +104,11 @@ def outage_crawl(
             for name, process in stack.processes.items():
                 assert process.alive(), f"{name} exited: see {process.log_path}"
 
-        wait_fetched(dsn, len(expected) // 4)
+        wait_fetched(dsn, len(expected) // 4, alive=all_alive)
         restart = outages.restart(dsn)
         all_alive()
         after_restart = restart.fetched_before + 20
-        wait_fetched(dsn, max(after_restart, len(expected) // 2))
+        wait_fetched(dsn, max(after_restart, len(expected) // 2), alive=all_alive)
         fetched_after_restart = fetched_count(dsn)
         refusal = outages.refuse(dsn, REFUSAL_SECONDS)
         all_alive()
