@@ -36,15 +36,22 @@ the machine may be shared: CPU per page is steadier than wall time), the broker'
 per page, the simulated web's CPU per page for each contender (at one core's worth it
 bounds the rate) and the machine's load.
 
+Trawl runs with the collector policy every service applies once started
+(``libs/common/collector.py``: what is alive frozen out of the passes, young passes
+every ``TRAWL_GC_YOUNG_THRESHOLD`` objects), put back to Python's defaults after each of
+its repetitions; the bare loop runs with Python's defaults (``--gc``: ``default`` for
+both on Python's defaults, ``both`` for both on the service's policy).
+
     .venv/bin/python -m bench.fetcher_throughput [--hosts 3000 --pages-per-host 4 --concurrency 64]
         [--path service|encode|fetch] [--codec identity|zlib] [--linger-ms 100] [--warc]
-        [--loop uvloop|asyncio]
+        [--loop uvloop|asyncio] [--gc service|default|both]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import heapq
 import os
 import shutil
@@ -55,8 +62,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,8 +71,11 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from bench.harness import Comparison, base_parser, interleaved, report
+from libs.common.collector import tune_collector
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
+from libs.common.service import RuntimeSettings
+from libs.common.settings import load_settings
 from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, FETCH_RESULTS
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalBroker, create_topics
@@ -210,8 +220,10 @@ async def worker_for(core: FetchCore, clock: SystemClock, publishing: Publishing
     producer = TopicProducer(kafka, "bench-fetcher")
     await producer.start()
     try:
+        settings = FetcherSettings()
         yield FetchWorker(core, producer, clock, discoveries=DiscoveryPublisher(producer),
-                          body_codec=publishing.codec, max_message_bytes=kafka.max_message_bytes), producer
+                          body_codec=publishing.codec, max_message_bytes=kafka.max_message_bytes,
+                          publish_batch=settings.publish_batch, publish_delay=settings.publish_delay), producer
     finally:
         await producer.stop()
 
@@ -261,7 +273,7 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             async def fetch_one(url: str) -> bool:
                 attempt = await core.fetch(url)
                 if worker is not None:  # what FetchWorker.handle does after the fetch
-                    worker.publish(requests[url], attempt)
+                    worker.finished(requests[url], attempt)
                 elif publishing.path == "encode" and attempt.response is not None:
                     encode_body(attempt.response.body, publishing.codec)
                 if attempt.outcome != "ok":
@@ -335,9 +347,27 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--in-order", action="store_true",
                         help="Trawl takes the URLs strictly in order, a worker waiting out its host's gap, instead of "
                              "the next host whose gap has passed (as the scheduler dispatches).")
+    parser.add_argument("--gc", choices=("service", "default", "both"), default="service",
+                        help="Collector policy: the service's for Trawl and Python's defaults for the bare loop "
+                             "(service), Python's defaults for both (default), the service's for both (both).")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     return parser.parse_args()
+
+
+@contextmanager
+def collector_policy(tuned: bool) -> Iterator[None]:
+    """The services' collector policy inside the block when ``tuned``, Python's defaults put back after it."""
+    if not tuned:
+        yield
+        return
+    threshold = gc.get_threshold()
+    tune_collector(load_settings(RuntimeSettings, os.environ).gc_young_threshold)
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_root: Path | None,
@@ -352,13 +382,15 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
     async def contender() -> float:
         folder = warc_root / f"run-{len(runs)}" if warc_root is not None else None
         loads.append(os.getloadavg()[0])
-        runs.append(await trawl_fetcher(urls, args.concurrency, proxy, publishing=publishing, warc_dir=folder,
-                                        dispatched=not args.in_order, server_pid=server_pid))
+        with collector_policy(args.gc != "default"):
+            runs.append(await trawl_fetcher(urls, args.concurrency, proxy, publishing=publishing, warc_dir=folder,
+                                            dispatched=not args.in_order, server_pid=server_pid))
         return runs[-1].rate
 
     async def baseline() -> float:
         cpu, main_cpu, server = time.process_time(), time.thread_time(), process_cpu(server_pid)
-        rate = await bare_loop(urls, args.concurrency, proxy)
+        with collector_policy(args.gc == "both"):
+            rate = await bare_loop(urls, args.concurrency, proxy)
         bare_server_cpu.append((process_cpu(server_pid) - server) / len(urls) * 1000)
         bare_cpu.append((time.process_time() - cpu) / len(urls) * 1000)
         bare_main_cpu.append((time.thread_time() - main_cpu) / len(urls) * 1000)
@@ -375,7 +407,7 @@ async def compare(args: argparse.Namespace, proxy: str, urls: list[str], warc_ro
         workload={"hosts": hosts, "pages": len(urls), "concurrency": args.concurrency, "min_delay": MIN_DELAY,
                   "response_time_factor": RESPONSE_TIME_FACTOR, "server": "simulated web, own process, no gzip",
                   "path": args.path, "codec": args.codec, "linger_ms": args.linger_ms, "warc": warc_root is not None,
-                  "loop": args.loop},
+                  "loop": args.loop, "gc": args.gc},
         notes=[
             f"Trawl counting its robots.txt pass ({hosts} requests and each host's first gap): "
             f"{statistics.median(r.rate_with_robots for r in runs):,.1f} pages/s",

@@ -31,6 +31,7 @@ from typing import Protocol
 import psycopg
 
 from libs.common import metrics
+from libs.common.collector import YOUNG_THRESHOLD, tune_collector
 from libs.common.grpc_server import GrpcServer
 from libs.common.logs import configure_logging
 from libs.common.settings import SettingsError, setting
@@ -55,6 +56,11 @@ class RuntimeSettings:
     )
     drain_seconds: float = setting(
         "TRAWL_DRAIN_SECONDS", 20.0, "Longest SIGTERM drain before in-flight work is abandoned (redelivered later)."
+    )
+    gc_young_threshold: int = setting(
+        "TRAWL_GC_YOUNG_THRESHOLD", YOUNG_THRESHOLD,
+        "Tracked objects allocated between two passes of the garbage collector's young generation (Python's"
+        " default: 700; 0 turns automatic collection off). See libs/common/collector.py.",
     )
     startup_wait_seconds: float = setting(
         "TRAWL_STARTUP_WAIT_SECONDS",
@@ -149,7 +155,8 @@ async def start_when_ready(name: str, build: Builder, env: Mapping[str, str], wa
             pause = min(pause * 2, 10.0)
 
 
-async def _serve(name: str, build: Builder, env: Mapping[str, str], wait_seconds: float) -> None:
+async def _serve(name: str, build: Builder, env: Mapping[str, str], wait_seconds: float,
+                 gc_young_threshold: int = YOUNG_THRESHOLD) -> None:
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -157,6 +164,7 @@ async def _serve(name: str, build: Builder, env: Mapping[str, str], wait_seconds
     service = await start_when_ready(name, build, env, wait_seconds, stopping)
     if service is None:
         return
+    tune_collector(gc_young_threshold)  # what the start built stays: out of the collector's passes
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, service.request_stop)
     if stopping.is_set():
@@ -185,7 +193,7 @@ def run_service(name: str, build: Builder, env: Mapping[str, str] | None = None)
     configure_logging(name, runtime.log_level)
     metrics.start_metrics_server(runtime.metrics_port, runtime.metrics_host)
     try:
-        asyncio.run(_serve(name, build, env, runtime.startup_wait_seconds))
+        asyncio.run(_serve(name, build, env, runtime.startup_wait_seconds, runtime.gc_young_threshold))
     except SettingsError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc

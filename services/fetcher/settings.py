@@ -128,6 +128,17 @@ class FetcherSettings:
         "How fetch results carry bodies: identity (compressed with the batch by the producer,"
         " TRAWL_KAFKA_COMPRESSION) or zlib (level 1 in the fetcher, for a producer that does not compress).",
     )
+    publish_batch: int = setting(
+        "TRAWL_FETCHER_PUBLISH_BATCH",
+        32,
+        "Finished fetches whose results and outcomes are built and sent in one run (1: each as it ends); runs"
+        " are always sent before the producer flushes, so before any request is committed.",
+    )
+    publish_delay: float = setting(
+        "TRAWL_FETCHER_PUBLISH_DELAY",
+        0.02,
+        "Longest a finished fetch waits for its run to fill before it is published anyway (seconds).",
+    )
     producer_linger_ms: int = setting(
         "TRAWL_FETCHER_PRODUCER_LINGER_MS",
         100,

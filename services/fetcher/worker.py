@@ -5,7 +5,9 @@ requests to the same host wait their turn. Results carry the (capped) body in th
 of :mod:`services.fetcher.result_body` (as fetched by default: the producer compresses
 batches), always within the producer's largest message; outcomes are small and tell the
 scheduler the host's next allowed time. The URLs a fetch was redirected through and to are
-published as discoveries (:mod:`services.fetcher.discoveries`).
+published as discoveries (:mod:`services.fetcher.discoveries`). With ``publish_batch`` above
+one, finished fetches are published in runs (:mod:`services.fetcher.publish_runs`), always
+before the producer's next flush.
 With a :class:`~services.fetcher.handoff.Handoff`, requests of partitions this fetcher
 does not (or no longer) own are not fetched but handed on: sent again to their
 partition, stamped with the host's next allowed time.
@@ -32,6 +34,7 @@ from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.fetch_core import FetchAttempt, FetchCore
 from services.fetcher.handoff import Handoff
 from services.fetcher.http_response import HttpResponse
+from services.fetcher.publish_runs import Publish, PublishRuns
 from services.fetcher.result_body import encode_body, was_cut
 
 log = logging.getLogger(__name__)
@@ -73,7 +76,8 @@ class FetchWorker:
 
     ``body_codec`` is how results carry bodies (see :mod:`services.fetcher.result_body`);
     ``max_message_bytes`` is the producer's largest message, which every result fits in.
-    Without ``discoveries``, redirects are not announced.
+    Without ``discoveries``, redirects are not announced. Finished fetches are published in
+    runs of ``publish_batch``, at most ``publish_delay`` seconds late (1: each at once).
     """
 
     def __init__(
@@ -86,6 +90,8 @@ class FetchWorker:
         discoveries: DiscoveryPublisher | None = None,
         body_codec: str = "identity",
         max_message_bytes: int | None = None,
+        publish_batch: int = 1,
+        publish_delay: float = 0.0,
     ) -> None:
         encode_body(b"", body_codec)  # an unknown codec fails here, not at the first fetch
         self._core = core
@@ -96,6 +102,11 @@ class FetchWorker:
         self._body_codec = body_codec
         self._max_message_bytes = max_message_bytes
         self._hosts: Tally[str] = Tally()
+        self._finished: Publish = self.publish
+        if publish_batch > 1:
+            runs = PublishRuns(self.publish, publish_batch, publish_delay)
+            producer.before_flush(runs.before_flush)
+            self._finished = runs.submit
 
     @contextmanager
     def _in_hand(self, host: str) -> Iterator[None]:
@@ -142,14 +153,14 @@ class FetchWorker:
             if attempt.outcome == "handed_over":
                 self.hand_on(record, self._handoff.stamp_ms(request.host))
                 return
-            self.publish(request, attempt)
+            self._finished(request, attempt)
         finally:
             self._handoff.finish(record)
 
     async def handle(self, request: pb.FetchRequest) -> None:
         if not request.url or not request.request_id:
             raise PoisonMessage("fetch request without url or request id")
-        self.publish(request, await self._fetch(request))
+        self._finished(request, await self._fetch(request))
 
     async def _fetch(self, request: pb.FetchRequest) -> FetchAttempt:
         with self._in_hand(request.host):
@@ -163,6 +174,10 @@ class FetchWorker:
         self._producer.send(FETCH_REQUESTS, record.key, request)
         HANDED_ON.inc()
         log.info("handed on to the next owner", extra={"url": request.url, "host": request.host})
+
+    def finished(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:
+        """Publishes a finished fetch: at once, or in the next run (see ``publish_batch``)."""
+        self._finished(request, attempt)
 
     def publish(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:
         response = attempt.response

@@ -6,7 +6,9 @@ only (``delivery.report.only.error``) to one producer-wide callback, and the rep
 served every ``POLL_EVERY`` sends and by ``flush``: a message costs no Python callback and
 no poll of its own. Consumers flush before they
 commit their input offsets, so a message is never acknowledged upstream before what it
-caused is durable downstream (at-least-once).
+caused is durable downstream (at-least-once). Code that sends lazily (the fetcher
+publishes finished fetches in runs) registers a hook with ``before_flush``: every flush
+runs it first, and a hook that raises fails the flush.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -49,7 +52,12 @@ class TopicProducer:
         self._errors: list[str] = []
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{client_id}-producer")
+        self._before_flush: list[Callable[[], None]] = []
         self.sent = 0
+
+    def before_flush(self, hook: Callable[[], None]) -> None:
+        """Runs ``hook`` (on the event loop) at the start of every flush; if it raises, the flush raises after it."""
+        self._before_flush.append(hook)
 
     async def start(self) -> None:
         self._producer = Producer({
@@ -94,6 +102,12 @@ class TopicProducer:
     async def flush(self, timeout: float = 60.0) -> None:
         """Waits until everything sent is acknowledged; raises DeliveryFailed otherwise."""
         producer = self._require()
+        hook_failure: Exception | None = None
+        for hook in self._before_flush:
+            try:
+                hook()
+            except Exception as exc:  # what was sent is still flushed; the flush fails after it
+                hook_failure = hook_failure or exc
         remaining = await asyncio.get_running_loop().run_in_executor(self._executor, producer.flush, timeout)
         with self._lock:
             errors, self._errors = self._errors, []
@@ -101,6 +115,8 @@ class TopicProducer:
             raise DeliveryFailed(f"{remaining} message(s) not acknowledged within {timeout}s")
         if errors:
             raise DeliveryFailed(f"{len(errors)} message(s) failed: {errors[0]}")
+        if hook_failure is not None:
+            raise DeliveryFailed(f"sending before the flush failed: {hook_failure}") from hook_failure
 
     def _require(self) -> Producer:
         if self._producer is None:

@@ -1,8 +1,10 @@
 import gc
+import weakref
+from collections.abc import Iterator
 
 import pytest
 
-from libs.common.collector import collector_paused
+from libs.common.collector import collector_paused, tune_collector
 
 
 def test_collection_is_off_inside_and_back_on_after() -> None:
@@ -37,3 +39,35 @@ def test_a_collector_turned_off_before_stays_off() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.fixture
+def restored_collector() -> Iterator[None]:
+    threshold = gc.get_threshold()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
+
+
+def test_tuning_freezes_what_is_alive_and_sets_the_young_threshold(restored_collector: None) -> None:
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    alive = [Node() for _ in range(100)]
+    before = gc.get_freeze_count()
+    tune_collector(12_345)
+    assert gc.get_threshold()[0] == 12_345
+    assert gc.get_freeze_count() >= before + len(alive)  # the live objects, out of every pass
+    garbage = Node()
+    ref = weakref.ref(garbage)
+    del garbage
+    gc.collect()
+    assert ref() is None  # what is made later is still collected
+
+
+def test_a_negative_threshold_is_refused(restored_collector: None) -> None:
+    with pytest.raises(ValueError):
+        tune_collector(-1)

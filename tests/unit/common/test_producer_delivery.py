@@ -34,3 +34,28 @@ async def test_flush_raises_when_messages_were_not_delivered() -> None:
         await producer.flush(timeout=1.0)  # the failures were reported once
     finally:
         await producer.stop()
+
+
+async def test_hooks_run_before_every_flush_and_a_failing_hook_fails_it_after_the_flush() -> None:
+    producer = TopicProducer(_ShortTimeout(bootstrap=f"127.0.0.1:{free_port()}"), "hook-test")
+    calls: list[str] = []
+
+    def lazy_sender() -> None:
+        calls.append("hook")
+
+    def broken() -> None:
+        calls.append("broken")
+        if len(calls) <= 2:
+            raise RuntimeError("could not build a message")
+
+    producer.before_flush(lazy_sender)
+    producer.before_flush(broken)
+    await producer.start()
+    try:
+        with pytest.raises(DeliveryFailed, match="sending before the flush failed: could not build a message"):
+            await producer.flush(timeout=1.0)
+        assert calls == ["hook", "broken"]  # both ran: one failing does not skip the others
+        await producer.flush(timeout=1.0)
+        assert calls == ["hook", "broken", "hook", "broken"]
+    finally:
+        await producer.stop()
