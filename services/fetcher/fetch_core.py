@@ -17,6 +17,7 @@ Wiring, as a service factory would do it::
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import dataclasses
 import logging
@@ -196,7 +197,14 @@ class FetchCore:
                 crawl_delay = max(crawl_delay or 0.0, min_delay)
             key = await self._keys.key(host) if self._keys.by_ip else host  # the host, lower case
             async with self._politeness.slot(key, crawl_delay=crawl_delay) as slot:
-                response = await slot.guard(self._http.fetch(url, allow=self._hop_allowed))
+                slot.begin()  # slot.guard(...) spelt out: one coroutine frame less on the hottest path
+                try:
+                    response = await self._http.fetch(url, allow=self._hop_allowed)
+                except asyncio.CancelledError:
+                    slot.cancelled()
+                    raise
+                finally:
+                    slot.end()
                 record_response(slot, response)
         except HostReleasedError as exc:
             return self._result(url, host, "handed_over", None, True, exc.reason)

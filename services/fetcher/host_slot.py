@@ -86,22 +86,39 @@ class HostSlot:
         """Await ``work`` (the request) in this task, cutting it short if the host is released meanwhile.
 
         A cut-short request is cancelled, counts as a response that lasted
-        until now (for the gap), and raises :class:`HostReleasedError`.
+        until now (for the gap), and raises :class:`HostReleasedError`. The
+        fetch path spells the same steps out (:meth:`begin`, :meth:`cancelled`,
+        :meth:`end`) to spare every resumption of the request a coroutine frame.
         """
-        task = asyncio.current_task()
-        if self._cut or task is None:
+        try:
+            self.begin()
+        except HostReleasedError:
             if inspect.iscoroutine(work):
                 work.close()
-            self._released()
-        self._guarded = task
+            raise
         try:
             return await work
         except asyncio.CancelledError:
-            if not self._cut or task.uncancel() > 0:  # cancelled for another reason too
-                raise
-            self._released()
+            self.cancelled()
+            raise
         finally:
-            self._guarded = None
+            self.end()
+
+    def begin(self) -> None:
+        """The request starts in the current task, which :meth:`abort` cancels; raises if already cut."""
+        task = asyncio.current_task()
+        if self._cut or task is None:
+            self._released()
+        self._guarded = task
+
+    def cancelled(self) -> None:
+        """The request was cancelled: raises :class:`HostReleasedError` if :meth:`abort` did it, else returns."""
+        task = self._guarded
+        if self._cut and task is not None and task.uncancel() == 0:
+            self._released()
+
+    def end(self) -> None:
+        self._guarded = None
 
     def _released(self) -> NoReturn:
         self._owner._record_cut_short(self, self._state)
