@@ -177,16 +177,27 @@ class TargetGuard:
         self._max_entries = max_entries
         self._cache: OrderedDict[str, tuple[float, str | None]] = OrderedDict()
 
+    def known(self, host: str) -> tuple[bool, str | None]:
+        """``(True, verdict)`` when :meth:`check`'s verdict on ``host`` is cached, else ``(False, None)``.
+
+        The common case without a coroutine: the fetch path awaits :meth:`check` only on a miss.
+        """
+        cached = self._cache.get(host)
+        if cached is not None and cached[0] > time.monotonic():
+            return True, cached[1]
+        return False, None
+
     async def check(self, host: str) -> str | None:
         """An error (``blocked_address:...`` or ``dns_error:...``) if ``host`` may not be fetched, else None."""
+        known, cached = self.known(host)
+        if known:
+            return cached
         now = time.monotonic()
         asked = host
-        cached = self._cache.get(asked)
-        if cached is not None and cached[0] > now:
-            return cached[1]
         host = host.lower().rstrip(".").strip("[]")
+        verdict: str | None
         if self._policy.name_allowed(host):
-            verdict: str | None = None
+            verdict = None
         elif _is_ip_literal(host):
             reason = self._policy.refusal(host)
             verdict = None if reason is None else f"{ERROR_BLOCKED_ADDRESS}:{host} ({reason})"

@@ -178,12 +178,14 @@ class FetchCore:
         if parsed is None or not is_fetchable_url(parsed):
             return FetchAttempt(url, "invalid_url", None, False, self._clock.now(), ERROR_INVALID_URL)
         host = (parsed.raw_host or "").lower()
-        refusal = await self._http.target_refusal(host)
+        known, refusal = self._http.known_refusal(host)
+        if not known:
+            refusal = await self._http.target_refusal(host)
         if refusal is not None:  # before robots.txt, whose fetch the guard would refuse as "unreachable"
             return self._result(url, host, "invalid_url", None, False, refusal)
         origin = self._origin(parsed)
         try:
-            policy = await self._robots.policy(origin)
+            policy = self._robots.known(origin) or await self._robots.policy(origin)
             if not policy.allowed(url):
                 if policy.transient:  # robots.txt timed out: nothing known yet, try the page again later
                     detail = f"robots.txt not fetched: {policy.error}"

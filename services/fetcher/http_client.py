@@ -87,6 +87,10 @@ class _Hop:
     error: str = ""
 
 
+def _blocked_only(verdict: str | None) -> str | None:
+    return verdict if verdict is not None and verdict.startswith(ERROR_BLOCKED_ADDRESS) else None
+
+
 class HttpFetcher:
     """GETs URLs with bounded time and memory, through an optional proxy and static host map.
 
@@ -206,11 +210,17 @@ class HttpFetcher:
 
     async def target_refusal(self, host: str) -> str | None:
         """Why the SSRF guard refuses ``host`` (``blocked_address:...``), or None (also with no guard)."""
-        guard = self._guard
-        if guard is None:
-            return None
-        refusal = await guard.check(host)
-        return refusal if refusal is not None and refusal.startswith(ERROR_BLOCKED_ADDRESS) else None
+        known, refusal = self.known_refusal(host)
+        if known or self._guard is None:
+            return refusal
+        return _blocked_only(await self._guard.check(host))
+
+    def known_refusal(self, host: str) -> tuple[bool, str | None]:
+        """:meth:`target_refusal` from the guard's cache: ``(True, refusal)``, or ``(False, None)`` on a miss."""
+        if self._guard is None:
+            return True, None
+        known, verdict = self._guard.known(host)
+        return known, _blocked_only(verdict)
 
     def accepts(self, content_type: str) -> bool:
         """Whether a body of media type ``content_type`` is kept (``""`` counts as accepted)."""
@@ -304,7 +314,9 @@ class HttpFetcher:
         if session.closed:
             return "client_error:stopped"
         if self._guard is not None:
-            refusal = await self._guard.check(url.raw_host or "")
+            known, refusal = self._guard.known(url.raw_host or "")
+            if not known:
+                refusal = await self._guard.check(url.raw_host or "")
             if refusal is not None:
                 return refusal
         sent_at = self._wall_clock()

@@ -187,6 +187,25 @@ class RobotsCache:
         self._cache.move_to_end(origin)
         return policy
 
+    def _fresh(self, origin: str) -> RobotsPolicy | None:
+        cached = self._cache.get(origin)
+        if cached is None or self._clock.now() >= cached.expires_at:
+            return None
+        self._cache.move_to_end(origin)
+        return cached
+
+    def known(self, origin: str) -> RobotsPolicy | None:
+        """The cached, unexpired policy of ``origin`` in normal form (counted as a lookup), else None.
+
+        The common case of :meth:`policy` without a coroutine: the fetch path tries this first
+        and awaits :meth:`policy` only when it answers None.
+        """
+        cached = self._fresh(origin)
+        if cached is not None:
+            self.stats.lookups += 1
+            self.stats.cache_hits += 1
+        return cached
+
     async def policy(self, origin: str, *, direct_fetch: FetchFn | None = None) -> RobotsPolicy:
         """The policy of ``origin`` (``scheme://host[:port]``), fetching robots.txt if needed.
 
@@ -196,10 +215,8 @@ class RobotsCache:
         that very slot.
         """
         self.stats.lookups += 1
-        cached = self._cache.get(origin)  # the common case: asked in normal form, and cached
-        if cached is not None and self._clock.now() < cached.expires_at:
-            self._cache.move_to_end(origin)
-        else:
+        cached = self._fresh(origin)  # the common case: asked in normal form, and cached
+        if cached is None:
             origin = origin_of(origin)
             cached = self.cached_policy(origin)
         if cached is not None:

@@ -96,3 +96,18 @@ async def test_proxy_mode_checks_the_targets_own_resolution(serve, text_app, mak
     assert (await strict.fetch(f"http://unknown.test:{origin.port}/")).error.startswith("dns_error:unknown.test")
     assert (await strict.fetch(f"http://listed.test:{origin.port}/")).body == b"via proxy"
     assert len(proxy.requests) == 2
+
+
+async def test_known_verdicts_come_from_the_cache_until_they_expire(monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.fetcher import address_guard
+
+    guard = address_guard.TargetGuard(AddressPolicy.parse([]), None, ttl=10.0)
+    assert guard.known("127.0.0.1") == (False, None)
+    refusal = await guard.check("127.0.0.1")
+    assert refusal is not None and refusal.startswith("blocked_address")
+    assert guard.known("127.0.0.1") == (True, refusal)
+    assert await guard.check("example.test") is None
+    assert guard.known("example.test") == (True, None)  # allowed, and known to be
+    now = address_guard.time.monotonic()
+    monkeypatch.setattr(address_guard.time, "monotonic", lambda: now + 11)
+    assert guard.known("127.0.0.1") == (False, None)

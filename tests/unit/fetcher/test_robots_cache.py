@@ -249,3 +249,16 @@ async def test_with_the_real_client_and_an_octet_stream_robots_file(serve, make_
     assert not await robots.allowed(server.url("/secret/page"))
     assert await robots.allowed(server.url("/public"))
     assert server.paths() == ["/robots.txt"]
+
+
+async def test_known_answers_from_the_cache_only_and_counts_as_one_lookup() -> None:
+    clock = FakeClock()
+    fetch = ScriptedFetch(answer(200, "User-agent: *\nDisallow: /a\n"))
+    robots = make_cache(fetch, clock, ttl=3600.0)
+    assert robots.known("http://site.test") is None and robots.stats.lookups == 0  # a miss: policy() counts it
+    policy = await robots.policy("http://site.test")
+    assert robots.known("http://site.test") is policy
+    assert (robots.stats.lookups, robots.stats.cache_hits) == (2, 1)
+    clock.advance(3600)
+    assert robots.known("http://site.test") is None  # expired: fetched again by policy()
+    assert len(fetch.calls) == 1
