@@ -49,6 +49,8 @@ class ByteStream(Protocol):
 
     async def read(self, n: int = -1) -> bytes: ...
 
+    def at_eof(self) -> bool: ...
+
 
 _OWN_DEADLINES = Deadlines()
 """The rate checks of bodies read without a request's deadline."""
@@ -161,6 +163,10 @@ class BodyReader:
         unknown = f"{ERROR_UNDECODABLE_BODY}:{self._encoding[:40]}"
         raw = self.raw
         if isinstance(decoder, _Identity):  # no coding: the body is the bytes as received, kept once
+            first = await stream.read(size)
+            if len(first) <= cap and (not first or stream.at_eof()):
+                return Body(first, first, False)  # the whole body in one read (most pages): no copies
+            raw += first
             while len(raw) <= cap:
                 chunk = await stream.read(size)
                 if not chunk:

@@ -23,6 +23,9 @@ class Chunks:
             await asyncio.sleep(self._pause)
         return self._parts.pop(0) if self._parts else b""
 
+    def at_eof(self) -> bool:
+        return not self._parts
+
 
 TEXT = b"<p>" + b"hello world " * 500 + b"</p>"
 
@@ -79,3 +82,14 @@ async def test_a_body_faster_than_the_minimum_rate_is_read_whole() -> None:
     body = await read_body(Chunks(b"x" * 2000, size=500, pause=0.01), "", limits)
     assert body.error == ""
     assert body.decoded == b"x" * 2000
+
+
+@pytest.mark.parametrize("size", [len(TEXT), len(TEXT) // 3, 7])
+async def test_a_body_is_the_same_whether_it_comes_in_one_read_or_many(size: int) -> None:
+    body = await read_body(Chunks(TEXT, size=size), "", BodyLimits(max_body_bytes=1 << 20))
+    assert (body.raw, body.decoded, body.truncated) == (TEXT, TEXT, False)
+
+
+async def test_a_single_read_over_the_cap_is_still_cut() -> None:
+    body = await read_body(Chunks(TEXT, size=len(TEXT)), "", BodyLimits(max_body_bytes=100, chunk_size=1 << 20))
+    assert (body.raw, body.truncated) == (TEXT[:100], True)

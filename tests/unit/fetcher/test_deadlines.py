@@ -75,6 +75,9 @@ class Drip:
         await asyncio.sleep(self._pause)
         return b"x" * self._size
 
+    def at_eof(self) -> bool:
+        return not self._left
+
 
 async def test_the_request_deadline_keeps_the_minimum_rate_of_a_body() -> None:
     deadlines = Deadlines(tick=0.02)
