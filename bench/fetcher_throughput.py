@@ -220,7 +220,7 @@ async def worker_for(core: FetchCore, clock: SystemClock, publishing: Publishing
     producer = TopicProducer(kafka, "bench-fetcher")
     await producer.start()
     try:
-        settings = FetcherSettings()
+        settings = load_settings(FetcherSettings, os.environ)
         yield FetchWorker(core, producer, clock, discoveries=DiscoveryPublisher(producer),
                           body_codec=publishing.codec, max_message_bytes=kafka.max_message_bytes,
                           publish_batch=settings.publish_batch, publish_delay=settings.publish_delay), producer
@@ -246,7 +246,8 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
     clock = SystemClock()
     archive: WarcArchive | WarcProcessArchive | None = None
     if warc_dir is not None:  # as the service writes it
-        archive = (WarcProcessArchive if FetcherSettings().warc_process else WarcArchive)(warc_dir)
+        in_process = not load_settings(FetcherSettings, os.environ).warc_process
+        archive = (WarcArchive if in_process else WarcProcessArchive)(warc_dir)
     if archive is not None:
         await archive.start()
     http = HttpFetcher(
@@ -341,12 +342,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=64, help="Requests in flight, for both contenders.")
     parser.add_argument("--path", choices=("service", "encode", "fetch"), default="service",
                         help="After the fetch: publish as the service does (to a local broker), encode only, nothing.")
-    parser.add_argument("--codec", choices=BODY_CODECS, default=FetcherSettings().body_codec,
+    parser.add_argument("--codec", choices=BODY_CODECS, default=load_settings(FetcherSettings, os.environ).body_codec,
                         help="Body codec of the fetch results (TRAWL_FETCHER_BODY_CODEC).")
-    parser.add_argument("--linger-ms", type=int, default=FetcherSettings().producer_linger_ms,
+    parser.add_argument("--linger-ms", type=int, default=load_settings(FetcherSettings, os.environ).producer_linger_ms,
                         help="The producer's linger (TRAWL_FETCHER_PRODUCER_LINGER_MS).")
     parser.add_argument("--warc", action="store_true", help="Also write every response to WARC files.")
-    parser.add_argument("--loop", choices=EVENT_LOOPS, default=FetcherSettings().event_loop,
+    parser.add_argument("--loop", choices=EVENT_LOOPS, default=load_settings(FetcherSettings, os.environ).event_loop,
                         help="The event loop both contenders run on (TRAWL_FETCHER_EVENT_LOOP).")
     parser.add_argument("--in-order", action="store_true",
                         help="Trawl takes the URLs strictly in order, a worker waiting out its host's gap, instead of "
