@@ -120,15 +120,44 @@ class HostPoliteness:
         """
         return _SlotHold(self, host, crawl_delay, self._max_wait if max_wait is None else max_wait)
 
-    async def _enter(self, host: str, crawl_delay: float | None, max_wait: float) -> HostSlot:
+    def try_enter(self, host: str, crawl_delay: float | None = None) -> HostSlot | None:
+        """``host``'s slot at once, without a coroutine, when the host is free now (the common case), else None.
+
+        What :meth:`slot` grants when it need not wait; on None, await :meth:`enter` (which waits,
+        or raises for a parked or released host). Give the slot back with :meth:`leave`.
+        """
         key = host.lower()
+        state = self._delayed_state(key, crawl_delay)
+        now = self._clock.now()
+        if (state.waiters or state.in_flight >= self._max_in_flight or now < state.next_allowed_at
+                or state.released or state.parked_until > now):
+            return None
+        state.in_flight += 1
+        if self._max_in_flight > 1:
+            state.next_allowed_at = max(state.next_allowed_at, now + self._min_delay)
+        return self._granted(key, state, crawl_delay, now)
+
+    async def enter(self, host: str, crawl_delay: float | None = None, max_wait: float | None = None) -> HostSlot:
+        """``host``'s slot once it is free (FIFO among its callers); see :meth:`slot` for what it raises."""
+        key = host.lower()
+        state = self._delayed_state(key, crawl_delay)
+        started = self._clock.now()
+        await self._acquire(key, state, self._max_wait if max_wait is None else max_wait)
+        return self._granted(key, state, crawl_delay, started)
+
+    def leave(self, slot: HostSlot) -> None:
+        """Give back a slot of :meth:`try_enter` or :meth:`enter`."""
+        self._leave(slot)
+
+    def _delayed_state(self, key: str, crawl_delay: float | None) -> HostState:
         state = self._state_for(key)
         if crawl_delay is not None and state.last_fetch_end is not None:
             # The previous request may have been made without knowing this delay (robots.txt
             # itself is fetched before its Crawl-delay is known): the delay still applies.
             state.next_allowed_at = max(state.next_allowed_at, state.last_fetch_end + self._gap(crawl_delay, 0.0))
-        started = self._clock.now()
-        await self._acquire(key, state, max_wait)
+        return state
+
+    def _granted(self, key: str, state: HostState, crawl_delay: float | None, started: float) -> HostSlot:
         granted_at = self._clock.now()
         self.stats.granted += 1
         self.stats.wait_seconds += granted_at - started
@@ -407,7 +436,7 @@ class _SlotHold:
         self._slot: HostSlot | None = None
 
     async def __aenter__(self) -> HostSlot:
-        self._slot = await self._owner._enter(self._host, self._crawl_delay, self._max_wait)
+        self._slot = await self._owner.enter(self._host, self._crawl_delay, self._max_wait)
         return self._slot
 
     async def __aexit__(self, *exc_info: object) -> None:

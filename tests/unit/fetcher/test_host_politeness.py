@@ -288,3 +288,37 @@ async def test_idle_hosts_are_forgotten_beyond_max_hosts() -> None:
     assert len(politeness) == 1
     assert politeness.forget("new.test")
     assert len(politeness) == 0
+
+
+async def test_try_enter_grants_a_free_host_at_once_and_nothing_else() -> None:
+    clock = FakeClock()
+    politeness = make(clock)
+    slot = politeness.try_enter("A.test")
+    assert slot is not None and slot.host == "a.test"
+    assert politeness.try_enter("a.test") is None  # one request in flight
+    slot.record(0.1, 200, None, False)
+    politeness.leave(slot)
+    assert politeness.try_enter("a.test") is None  # the gap: max(1 s, 10 x 0.1 s)
+    clock.advance(1.0)
+    again = politeness.try_enter("a.test")
+    assert again is not None
+    politeness.leave(again)
+    assert politeness.stats.granted == 2
+
+
+async def test_try_enter_leaves_a_waiting_or_parked_host_to_enter() -> None:
+    clock = FakeClock()
+    politeness = make(clock, park_after_failures=1)
+    await visit(politeness, clock, "b.test", error=True, status=0)
+    clock.advance(100)  # past the backoff, within the park
+    assert politeness.try_enter("b.test") is None
+    with pytest.raises(HostParkedError):
+        await politeness.enter("b.test")
+    held = politeness.try_enter("c.test")
+    assert held is not None
+    waiter = asyncio.ensure_future(politeness.enter("c.test"))  # queued behind the holder
+    await asyncio.sleep(0)
+    politeness.leave(held)
+    assert politeness.try_enter("c.test") is None  # the queued caller comes first
+    clock.advance(1.0)
+    politeness.leave(await waiter)
