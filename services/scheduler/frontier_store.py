@@ -87,10 +87,28 @@ class FetchedPage:
     host: str
 
 
-class RevisitPlanning(Protocol):
-    """Plans the next fetch of fetched pages, on the frontier transaction's connection."""
+@dataclass(frozen=True)
+class RevisitPlan:
+    """A fetched page's next fetch, written by the update that applies its outcome."""
 
-    async def fetched(self, conn: AsyncConnection[Any], pages: Sequence[FetchedPage]) -> None: ...
+    due: datetime
+    change_probability: float
+    freshness_gain: float
+
+
+class RevisitPlanning(Protocol):
+    """Plans the next fetch of fetched pages, on the frontier transaction's connection.
+
+    ``plan_fetched`` before the outcomes are applied (it locks nothing), for every page an
+    outcome reports fetched; ``save_fetched`` after, for the pages whose outcome applied (their
+    frontier rows locked), with the plans it was given.
+    """
+
+    async def plan_fetched(self, conn: AsyncConnection[Any], pages: Sequence[FetchedPage]) -> Mapping[int, RevisitPlan]:
+        ...
+
+    async def save_fetched(self, conn: AsyncConnection[Any], plans: Mapping[int, RevisitPlan],
+                           pages: Sequence[FetchedPage]) -> None: ...
 
     async def discovered(self, conn: AsyncConnection[Any], found: Mapping[int, tuple[str, int]]) -> None: ...
 
@@ -145,22 +163,29 @@ async def _reweigh_paths(conn: AsyncConnection[Any], rows: Sequence[NewUrl]) -> 
 
 
 # Outcomes of in-flight requests, set-based: each URL answered moves on (a retry is queued again
-# after its backoff, or failed once attempts are spent), then each host it frees, once: one request
-# fewer out; a one-slot host (or any host after an error) waits until the fetcher's next allowed
-# time; the politeness gap the fetcher reported last (highest fingerprint) is remembered for a
-# host with several slots (see dispatch).
+# after its backoff, or failed once attempts are spent; a fetched page takes its revisit plan, when
+# one was made: next fetch, change probability, gain and the priority they make), then each host
+# it frees, once: one request fewer out; a one-slot host (or any host after an error) waits until
+# the fetcher's next allowed time; the politeness gap the fetcher reported last (highest
+# fingerprint) is remembered for a host with several slots (see dispatch).
 _APPLY_OUTCOMES = (
     "WITH o AS ("
     "  SELECT * FROM unnest(%(fps)s::bigint[], %(rids)s::text[], %(statuses)s::text[], %(ats)s::timestamptz[],"
-    "    %(https)s::int[], %(outcomes)s::text[], %(errors)s::text[], %(nexts)s::timestamptz[])"
-    "    AS o(fp, rid, status, at, http, outcome, error, next)"
+    "    %(https)s::int[], %(outcomes)s::text[], %(errors)s::text[], %(nexts)s::timestamptz[],"
+    "    %(dues)s::timestamptz[], %(ps)s::float8[], %(gains)s::float8[])"
+    "    AS o(fp, rid, status, at, http, outcome, error, next, due, p, gain)"
     "), done AS ("
     "  UPDATE scheduler.frontier f SET"
     "    status = CASE WHEN o.status <> 'retry' THEN o.status"
     "                  WHEN f.attempts >= %(max)s THEN 'failed' ELSE 'queued' END,"
     "    next_fetch_at = CASE WHEN o.status = 'retry'"
     "        THEN %(now)s + make_interval(secs => %(base)s * power(2, greatest(f.attempts - 1, 0)))"
-    "        WHEN o.status = 'fetched' THEN %(never)s ELSE f.next_fetch_at END,"
+    "        WHEN o.status = 'fetched' THEN coalesce(o.due, %(never)s) ELSE f.next_fetch_at END,"
+    "    change_probability = CASE WHEN o.status = 'fetched' AND o.due IS NOT NULL THEN o.p"
+    "        ELSE f.change_probability END,"
+    "    freshness_gain = CASE WHEN o.status = 'fetched' AND o.due IS NOT NULL THEN o.gain ELSE f.freshness_gain END,"
+    "    priority = CASE WHEN o.status = 'fetched' AND o.due IS NOT NULL"
+    "        THEN " + priority_sql("f.cash", "o.p", "o.gain", "f.path_penalty") + " ELSE f.priority END,"
     "    fetched_at = o.at, http_status = o.http, last_outcome = o.outcome, last_error = nullif(o.error, ''),"
     "    fetch_seq = CASE WHEN o.status = 'fetched' THEN nextval('scheduler.fetch_seq') ELSE f.fetch_seq END,"
     "    request_id = NULL"
@@ -267,6 +292,12 @@ class FrontierStore:
         if not unique:
             return 0
         async with self._db.transaction() as conn:
+            plans: Mapping[int, RevisitPlan] = {}
+            if self._revisits is not None:  # planned first, so that the outcome's update writes the plan
+                reported = {o.url_fp: FetchedPage(o.url_fp, "", o.host) for o in unique if o.status == "fetched"}
+                if reported:
+                    plans = await self._revisits.plan_fetched(conn, list(reported.values()))
+            planned = [plans.get(o.url_fp) if o.status == "fetched" else None for o in unique]
             cur = await conn.execute(
                 _APPLY_OUTCOMES,
                 {
@@ -274,7 +305,11 @@ class FrontierStore:
                     "statuses": [o.status for o in unique], "ats": [o.fetched_at for o in unique],
                     "https": [o.http_status for o in unique], "outcomes": [o.outcome for o in unique],
                     "errors": [o.error[:2000] for o in unique], "nexts": [o.host_next_allowed_at for o in unique],
+                    "dues": [p.due if p else None for p in planned],
+                    "ps": [p.change_probability if p else None for p in planned],
+                    "gains": [p.freshness_gain if p else None for p in planned],
                     "max": max_attempts, "base": retry_base, "now": self._clock.now(), "never": NEVER,
+                    "w_importance": self._weights.importance, "w_freshness": self._weights.freshness,
                 },
             )
             done = sorted((int(fp), str(url), str(host), str(status)) for fp, url, host, status in await cur.fetchall())
@@ -282,7 +317,7 @@ class FrontierStore:
             fetched = [FetchedPage(fp, url, host) for fp, url, host, status in done if status == "fetched"]
             await arm_store.record_pulls(conn, ended)
             if self._revisits is not None and fetched:
-                await self._revisits.fetched(conn, fetched)
+                await self._revisits.save_fetched(conn, plans, fetched)
         return len(done)
 
     async def dispatch(self, room: int, partitions: Sequence[int], held: Sequence[str] = ()) -> list[Dispatched]:

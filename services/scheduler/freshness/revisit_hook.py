@@ -3,7 +3,9 @@
 :class:`~services.scheduler.frontier_store.FrontierStore` calls it on the connection of its own
 transactions:
 
-- :meth:`RevisitHook.fetched` after fetch outcomes moved pages to ``fetched``: the page's
+- :meth:`RevisitHook.plan_fetched` before fetch outcomes move pages to ``fetched`` (the
+  outcome's update writes the plan) and :meth:`RevisitHook.save_fetched` after, for those
+  applied (:meth:`RevisitHook.fetched` plans and writes after the fact): the page's
   visit history moves on one fetch, and its next fetch is planned (``revisits``) with the
   current model generation: a hub with a model by its key's curve, a hub without one by its
   visits' change rate, any other page by the change rate of its content versions in the
@@ -23,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import psycopg
@@ -35,8 +38,15 @@ from services.scheduler.freshness.rates import ConstantRate, RateCurve, expected
 from services.scheduler.freshness.registry import ModelRegistry
 from services.scheduler.freshness.revisits import HubState, RevisitPlanner, page_revisit
 from services.scheduler.freshness.settings import FreshnessSettings
-from services.scheduler.freshness.store import Conn, PageState, page_states, save_page_states
-from services.scheduler.frontier_store import NEVER, FetchedPage
+from services.scheduler.freshness.store import (
+    Conn,
+    PageState,
+    page_states,
+    save_page_states,
+    save_page_states_unchanged,
+    seen_page_states,
+)
+from services.scheduler.frontier_store import NEVER, FetchedPage, RevisitPlan
 from services.scheduler.priority import PriorityWeights, priority_sql
 
 log = logging.getLogger(__name__)
@@ -56,6 +66,14 @@ def _seconds(at: datetime | None) -> float | None:
 
 def _instant(seconds: float) -> datetime:
     return datetime.fromtimestamp(min(seconds, NEVER.timestamp()), UTC)
+
+
+@dataclass(frozen=True)
+class _Planned(RevisitPlan):
+    """A plan with the page state it leads to and the version of the state's row it was made from."""
+
+    state: PageState
+    seen: str | None  # None: the page had no row
 
 
 class RevisitHook:
@@ -104,6 +122,56 @@ class RevisitHook:
             planned.append((state, plan, state.hub_key is not None))
         await save_page_states(conn, [s for s, _, _ in planned])
         await self._write_plans(conn, planned)
+
+    async def plan_fetched(self, conn: Conn, pages: Sequence[FetchedPage]) -> dict[int, RevisitPlan]:
+        """Plans the next fetch of pages an outcome reports fetched, before it is applied; locks nothing.
+
+        The frontier writes each plan in the outcome's own update; :meth:`save_fetched` then
+        saves the page states of the outcomes that applied.
+        """
+        if not pages:
+            return {}
+        now = self._clock.now()
+        at = now.timestamp()
+        found = await seen_page_states(conn, [p.url_fp for p in pages])
+        seen = {fp: version for fp, (_, version) in found.items()}
+        states = {p.url_fp: found[p.url_fp][0] if p.url_fp in found else PageState(p.url_fp, p.url, p.host)
+                  for p in pages}
+        versions = await self._versions(conn, [p for p in pages if states[p.url_fp].hub_key is None])
+        plans: dict[int, RevisitPlan] = {}
+        for page in pages:
+            state = states[page.url_fp]
+            self._close_visit(state)
+            state.previous_fetch_at, state.last_fetch_at = state.last_fetch_at, now
+            state.fetches += 1
+            state.new_items = 0
+            plan = self._plan(state, at, versions.get(page.url_fp))
+            due, p, gain = self._plan_row(plan, state.hub_key is not None)
+            plans[page.url_fp] = _Planned(due, p, gain, state, seen.get(page.url_fp))
+        return plans
+
+    async def save_fetched(self, conn: Conn, plans: Mapping[int, RevisitPlan], pages: Sequence[FetchedPage]) -> None:
+        """Saves the page states :meth:`plan_fetched` made, for the ``pages`` whose outcome applied.
+
+        A page whose state another transaction wrote since it was read (or one planned elsewhere)
+        is planned again from its state, read locked now, and its frontier row updated again.
+        """
+        saving: list[tuple[PageState, str | None]] = []
+        for page in pages:
+            planned = plans.get(page.url_fp)
+            if isinstance(planned, _Planned):
+                if planned.seen is None:
+                    planned.state.url, planned.state.host = page.url, page.host
+                saving.append((planned.state, planned.seen))
+        saved = await save_page_states_unchanged(conn, saving)
+        again = [p for p in pages if p.url_fp not in saved]
+        if again:
+            await self.fetched(conn, again)
+
+    @staticmethod
+    def _plan_row(plan: Plan, hub: bool) -> tuple[datetime, float, float]:
+        """The frontier's next fetch time, change probability and freshness gain of a plan."""
+        return _instant(plan.at), 1.0 - math.exp(-max(0.0, plan.expected_items)), plan.expected_items if hub else 0.0
 
     async def replan_hubs(self, conn: Conn) -> int:
         """Plans every fetched hub again from its last fetch (after a new generation); returns how many."""
@@ -165,9 +233,9 @@ class RevisitHook:
             " WHERE f.url_fp = v.url_fp AND f.status = 'fetched'",
             {
                 "fps": [s.url_fp for s, _, _ in rows],
-                "due": [_instant(plan.at) for _, plan, _ in rows],
-                "p": [1.0 - math.exp(-max(0.0, plan.expected_items)) for _, plan, _ in rows],
-                "gain": [plan.expected_items if hub else 0.0 for _, plan, hub in rows],
+                "due": [self._plan_row(plan, hub)[0] for _, plan, hub in rows],
+                "p": [self._plan_row(plan, hub)[1] for _, plan, hub in rows],
+                "gain": [self._plan_row(plan, hub)[2] for _, plan, hub in rows],
                 "w_importance": self._weights.importance,
                 "w_freshness": self._weights.freshness,
             },

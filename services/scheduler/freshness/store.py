@@ -115,6 +115,63 @@ async def save_page_states(conn: Conn, states: Sequence[PageState]) -> None:
     )
 
 
+_TYPES = {"url_fp": "bigint", "url": "text", "host": "text", "hub_key": "text", "hub_items": "int",
+          "last_fetch_at": "timestamptz", "previous_fetch_at": "timestamptz", "fetches": "int", "new_items": "int",
+          "predicted_items": "float8", "boost": "float8", "boost_since": "timestamptz", "visits": "int",
+          "changes": "int", "span": "float8", "policy": "text", "reason": "text", "rate": "float8",
+          "expected_items": "float8", "planned_at": "timestamptz", "generation": "bigint"}
+assert set(_TYPES) == set(_COLUMNS)
+
+
+def _column(states: Sequence[PageState], column: str) -> list[Any]:
+    values = [getattr(s, column) for s in states]
+    kind = _TYPES[column]
+    if kind == "float8":
+        return [None if v is None else float(v) for v in values]
+    if kind in ("int", "bigint"):
+        return [None if v is None else int(v) for v in values]
+    return values
+
+
+async def seen_page_states(conn: Conn, url_fps: Iterable[int]) -> dict[int, tuple[PageState, str]]:
+    """The pages' rows, unlocked, each with the version it was read at (for :func:`save_page_states_unchanged`)."""
+    fps = sorted(set(url_fps))
+    if not fps:
+        return {}
+    cur = await conn.execute(
+        f"SELECT xmin::text, {', '.join(_COLUMNS)} FROM scheduler.freshness_pages WHERE url_fp = ANY(%s)",
+        (fps,),
+    )
+    return {int(row[1]): (PageState(*row[1:]), str(row[0])) for row in await cur.fetchall()}
+
+
+async def save_page_states_unchanged(conn: Conn, states: Sequence[tuple[PageState, str | None]]) -> set[int]:
+    """Saves pages whose row is still the version read (``None``: there was no row); returns those saved.
+
+    One statement: a row another transaction wrote since it was read (or inserted, for one that
+    had none) is left as it is, for the caller to read again locked and plan once more.
+    """
+    rows = sorted(states, key=lambda s: s[0].url_fp)
+    if not rows:
+        return set()
+    pages = [s for s, _ in rows]
+    values = ", ".join(f"%({c})s::{_TYPES[c]}[]" for c in _COLUMNS)
+    names = ", ".join(_COLUMNS)
+    updates = ", ".join(f"{c} = v.{c}" for c in _COLUMNS[1:])
+    params: dict[str, Any] = {c: _column(pages, c) for c in _COLUMNS}
+    params["seen"] = [seen for _, seen in rows]
+    cur = await conn.execute(
+        f"WITH v AS (SELECT * FROM unnest({values}, %(seen)s::text[]) AS v({names}, seen)),"
+        f" changed AS (UPDATE scheduler.freshness_pages p SET {updates} FROM v"
+        "   WHERE v.seen IS NOT NULL AND p.url_fp = v.url_fp AND p.xmin = v.seen::xid RETURNING p.url_fp),"
+        f" added AS (INSERT INTO scheduler.freshness_pages ({names}) SELECT {names} FROM v WHERE v.seen IS NULL"
+        "   ORDER BY url_fp ON CONFLICT (url_fp) DO NOTHING RETURNING url_fp)"
+        " SELECT url_fp FROM changed UNION ALL SELECT url_fp FROM added",
+        params,
+    )
+    return {int(r[0]) for r in await cur.fetchall()}
+
+
 class GenerationStore:
     def __init__(self, db: Database) -> None:
         self._db = db

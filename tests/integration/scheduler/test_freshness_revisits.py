@@ -4,7 +4,7 @@ model, a burst brings a hub's next fetch forward, and the priority combines impo
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,8 +22,17 @@ from services.scheduler.freshness.model import RateModel
 from services.scheduler.freshness.registry import ModelRegistry
 from services.scheduler.freshness.revisit_hook import RevisitHook
 from services.scheduler.freshness.settings import FreshnessSettings
-from services.scheduler.freshness.store import GenerationStore, Hub, page_states
-from services.scheduler.frontier_store import NEVER, Dispatched, FrontierStore, NewUrl, Outcome, Priority
+from services.scheduler.freshness.store import Conn, GenerationStore, Hub, page_states
+from services.scheduler.frontier_store import (
+    NEVER,
+    Dispatched,
+    FetchedPage,
+    FrontierStore,
+    NewUrl,
+    Outcome,
+    Priority,
+    RevisitPlan,
+)
 from services.scheduler.priority import PriorityWeights
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -193,3 +202,52 @@ async def test_a_burst_brings_the_hubs_next_fetch_forward(frontier: Frontier) ->
     await f.store.add_urls([new("http://news.test/other/x.html", "http://news.test/other/")])
     async with f.db.connection() as conn:
         assert await page_states(conn, [url_fingerprint("http://news.test/other/")], lock=False) == {}
+
+
+
+class _Interleaved(RevisitHook):
+    """Another transaction writes the pages' states between planning and applying the outcomes (with ``sql``)."""
+
+    sql = ""
+
+    async def plan_fetched(self, conn: Conn, pages: Sequence[FetchedPage]) -> dict[int, RevisitPlan]:
+        plans = await super().plan_fetched(conn, pages)
+        if self.sql:
+            async with self.db.transaction() as other:
+                await other.execute(self.sql, ([p.url_fp for p in pages],))
+        return plans
+
+    db: Database
+
+
+@pytest.mark.parametrize(("first", "sql"), [
+    (True, "INSERT INTO scheduler.freshness_pages (url_fp, url, host, fetches)"
+           " SELECT fp, 'http://plain.test/about.html', 'plain.test', 10 FROM unnest(%s::bigint[]) AS t(fp)"),
+    (False, "UPDATE scheduler.freshness_pages SET fetches = fetches + 10 WHERE url_fp = ANY(%s)"),
+])
+async def test_a_page_state_written_meanwhile_is_planned_again_from_it(fresh_db: str, first: bool, sql: str) -> None:
+    apply_migrations(fresh_db, "scheduler", Path("services/scheduler/migrations"))
+    db = Database(DatabaseSettings(dsn=fresh_db), "freshness-test")
+    await db.start()
+    try:
+        clock = ManualClock(T0)
+        hook = _Interleaved(ModelRegistry(GenerationStore(db), 60.0), SETTINGS, clock, PriorityWeights())
+        hook.db = db
+        f = Frontier(FrontierStore(db, FETCH_REQUESTS.partitions, clock, hook), clock, db, hook._registry,
+                     GenerationStore(db))
+        page = "http://plain.test/about.html"
+        await f.store.add_urls([new(page)])
+        if not first:  # a first fetch as usual: the page has a state to write to
+            await f.fetch(expected=1)
+            clock.advance(SETTINGS.first_interval)
+        hook.sql = sql
+        await f.fetch(expected=1)
+        async with db.connection() as conn:
+            state = (await page_states(conn, [url_fingerprint(page)], lock=False))[url_fingerprint(page)]
+        # the other write kept, and this fetch counted on top of it
+        assert state.fetches == (11 if first else 12) and state.url == page and state.last_fetch_at == clock.now()
+        status, due, _, _, _, _ = await f.row(page)
+        assert status == "fetched" and due == state.planned_at
+        assert due == clock.now() + timedelta(seconds=SETTINGS.first_interval)
+    finally:
+        await db.stop()
