@@ -346,3 +346,11 @@ async def test_pause_flag(frontier: FrontierStore) -> None:
     assert await frontier.is_paused()
     await frontier.set_paused(False)
     assert not await frontier.is_paused()
+
+
+async def test_no_index_of_every_url_by_status(scheduler_db: Database) -> None:
+    async with scheduler_db.connection() as conn:
+        cur = await conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = 'scheduler' AND tablename = 'frontier'")
+        names = {r[0] for r in await cur.fetchall()}
+    assert "frontier_status" not in names and {"frontier_ready", "frontier_in_flight", "frontier_revisits"} <= names
