@@ -35,6 +35,9 @@ from services.scheduler.site_partition.keying import LargeHostKeys
 from services.scheduler.unsent_requests import UnsentRequests
 
 log = logging.getLogger(__name__)
+# How often the in-flight budget counts the frontier's requests in flight; between counts the store
+# keeps the count from its own rounds and outcomes (counting reads up to max_in_flight index entries).
+IN_FLIGHT_RECOUNT_SECONDS = 1.0
 
 
 class Dispatcher:
@@ -134,7 +137,8 @@ class Dispatcher:
         if await self._store.is_paused():
             return 0
         rules = await self._policy_rules()
-        room = min(self._settings.dispatch_batch, self._settings.max_in_flight - await self._store.in_flight())
+        out = await self._store.in_flight_recent(IN_FLIGHT_RECOUNT_SECONDS)
+        room = min(self._settings.dispatch_batch, self._settings.max_in_flight - out)
         held = [*await self._held_goal_sites(), *rules.held]
         rows = await self._store.dispatch(room, sorted(self._owned()), held)
         if not rows:

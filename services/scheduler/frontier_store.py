@@ -19,6 +19,7 @@ whose time has come back to ``queued``. Scheduling times are the ``clock``'s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -217,6 +218,8 @@ class FrontierStore:
         self._clock = clock or SystemClock()
         self._revisits = revisits
         self._weights = weights or PriorityWeights()
+        self._in_flight: int | None = None  # the last in-flight count, kept up to date (in_flight_recent)
+        self._in_flight_counted = 0.0
 
     async def add_urls(self, rows: Sequence[NewUrl]) -> int:
         """Queues URLs not seen before; returns how many were new."""
@@ -318,6 +321,7 @@ class FrontierStore:
             await arm_store.record_pulls(conn, ended)
             if self._revisits is not None and fetched:
                 await self._revisits.save_fetched(conn, plans, fetched)
+        self._booked(-len(done))
         return len(done)
 
     async def dispatch(self, room: int, partitions: Sequence[int], held: Sequence[str] = ()) -> list[Dispatched]:
@@ -345,6 +349,7 @@ class FrontierStore:
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))
             if rows:
                 await host_heads.taken(conn, [r.host for r in rows])
+        self._booked(len(rows))
         return rows
 
     async def set_host_slots(self, hosts: Sequence[str], slots: int) -> None:
@@ -387,10 +392,28 @@ class FrontierStore:
             return await arm_store.arm_states(conn, sites, goal, recent)
 
     async def in_flight(self) -> int:
+        """Requests in flight over the whole frontier, counted."""
         async with self._db.connection() as conn:
             cur = await conn.execute("SELECT count(*) FROM scheduler.frontier WHERE status = 'in_flight'")
             row = await cur.fetchone()
-            return int(row[0]) if row else 0
+            count = int(row[0]) if row else 0
+        self._in_flight, self._in_flight_counted = count, time.monotonic()
+        return count
+
+    async def in_flight_recent(self, max_age: float) -> int:
+        """Requests in flight, counted at most every ``max_age`` seconds.
+
+        Between counts the last count is kept up to date with this store's own writes: the URLs
+        its rounds took, the outcomes and the expired leases it applied. Other writers (another
+        replica, requests never sent queued again) show at the next count.
+        """
+        if self._in_flight is None or time.monotonic() - self._in_flight_counted >= max_age:
+            return await self.in_flight()
+        return self._in_flight
+
+    def _booked(self, change: int) -> None:
+        if self._in_flight is not None:
+            self._in_flight = max(0, self._in_flight + change)
 
     async def expire_leases(self, lease_seconds: float) -> int:
         """Requests with no outcome for too long were lost (a fetcher died): queue them again."""
@@ -408,7 +431,8 @@ class FrontierStore:
                     "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1, 0) WHERE host = ANY(%s)",
                     (hosts,),
                 )
-            return len(hosts)
+        self._booked(-len(hosts))
+        return len(hosts)
 
     async def is_paused(self) -> bool:
         async with self._db.connection() as conn:

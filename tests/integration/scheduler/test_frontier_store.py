@@ -348,6 +348,24 @@ async def test_pause_flag(frontier: FrontierStore) -> None:
     assert not await frontier.is_paused()
 
 
+async def test_the_recent_in_flight_count_follows_rounds_and_outcomes_and_others_at_the_next_count(
+    frontier: FrontierStore, scheduler_db: Database,
+) -> None:
+    hosts = hosts_in_distinct_partitions(4)
+    await frontier.add_urls([new_url(f"http://{h}/") for h in hosts])
+    assert await frontier.in_flight_recent(3600.0) == 0
+    sent = await frontier.dispatch(10, ALL)
+    assert len(sent) == 4 and await frontier.in_flight_recent(3600.0) == 4
+    await frontier.apply_outcomes([outcome(sent[0], pb.FETCH_STATUS_OK)], MAX_ATTEMPTS, RETRY_BASE)
+    assert await frontier.in_flight_recent(3600.0) == 3
+    async with scheduler_db.transaction() as conn:  # another writer: seen at the next count
+        await conn.execute("UPDATE scheduler.frontier SET status = 'queued' WHERE url_fp = %s", (sent[1].url_fp,))
+    assert await frontier.in_flight_recent(3600.0) == 3
+    assert await frontier.in_flight_recent(0.0) == 2
+    assert await frontier.expire_leases(0.0) == 2
+    assert await frontier.in_flight_recent(3600.0) == 0
+
+
 async def test_no_index_of_every_url_by_status(scheduler_db: Database) -> None:
     async with scheduler_db.connection() as conn:
         cur = await conn.execute(
