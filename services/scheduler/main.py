@@ -61,6 +61,7 @@ async def build(env: Mapping[str, str]) -> Service:
         topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES, PAGE_LINK_COUNTS],
         handler=SchedulerHandler(store, settings, lambda: dispatcher.wake()),
         producer=producer,
+        batch_size=settings.consumer_batch,
         assignment="range",  # the four inputs are keyed by host: one member owns all of a host
     )
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)

@@ -19,6 +19,12 @@ class SchedulerSettings:
         "TRAWL_SCHEDULER_DISPATCH_INTERVAL", 0.05, "Seconds between dispatch rounds when nothing was ready."
     )
     dispatch_batch: int = setting("TRAWL_SCHEDULER_DISPATCH_BATCH", 200, "Most requests emitted per dispatch round.")
+    consumer_batch: int = setting(
+        "TRAWL_SCHEDULER_CONSUMER_BATCH",
+        2000,
+        "Most consumed messages handled together: a batch of fetch outcomes is applied in one transaction"
+        " (larger batches apply outcomes faster, their messages held in memory at once).",
+    )
     lease_seconds: float = setting(
         "TRAWL_SCHEDULER_LEASE_SECONDS",
         300.0,
