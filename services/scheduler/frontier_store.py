@@ -171,9 +171,9 @@ async def _reweigh_paths(conn: AsyncConnection[Any], rows: Sequence[NewUrl]) -> 
 # fingerprint) is remembered for a host with several slots (see dispatch).
 _APPLY_OUTCOMES = (
     "WITH o AS ("
-    "  SELECT * FROM unnest(%(fps)s::bigint[], %(rids)s::text[], %(statuses)s::text[], %(ats)s::timestamptz[],"
-    "    %(https)s::int[], %(outcomes)s::text[], %(errors)s::text[], %(nexts)s::timestamptz[],"
-    "    %(dues)s::timestamptz[], %(ps)s::float8[], %(gains)s::float8[])"
+    "  SELECT * FROM unnest(%(fps)b::bigint[], %(rids)b::text[], %(statuses)b::text[], %(ats)b::timestamptz[],"
+    "    %(https)b::int[], %(outcomes)b::text[], %(errors)b::text[], %(nexts)b::timestamptz[],"
+    "    %(dues)b::timestamptz[], %(ps)b::float8[], %(gains)b::float8[])"
     "    AS o(fp, rid, status, at, http, outcome, error, next, due, p, gain)"
     "), done AS ("
     "  UPDATE scheduler.frontier f SET"

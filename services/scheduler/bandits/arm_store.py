@@ -41,7 +41,7 @@ async def record_pulls(conn: AsyncConnection, pages: Sequence[tuple[int, str, bo
         return
     rows = sorted(pages)
     await conn.execute(
-        "WITH t AS (SELECT * FROM unnest(%s::bigint[], %s::text[], %s::smallint[]) AS t(fp, site, doc)),"
+        "WITH t AS (SELECT * FROM unnest(%b::bigint[], %b::text[], %b::smallint[]) AS t(fp, site, doc)),"
         " pulled AS ("
         "  INSERT INTO scheduler.bandit_pages AS p (url_fp, site, seq, document)"
         "  SELECT t.fp, t.site, nextval('scheduler.bandit_seq'), t.doc"

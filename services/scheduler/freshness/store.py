@@ -139,7 +139,7 @@ async def seen_page_states(conn: Conn, url_fps: Iterable[int]) -> dict[int, tupl
     if not fps:
         return {}
     cur = await conn.execute(
-        f"SELECT xmin::text, {', '.join(_COLUMNS)} FROM scheduler.freshness_pages WHERE url_fp = ANY(%s)",
+        f"SELECT xmin::text, {', '.join(_COLUMNS)} FROM scheduler.freshness_pages WHERE url_fp = ANY(%b::bigint[])",
         (fps,),
     )
     return {int(row[1]): (PageState(*row[1:]), str(row[0])) for row in await cur.fetchall()}
@@ -155,13 +155,13 @@ async def save_page_states_unchanged(conn: Conn, states: Sequence[tuple[PageStat
     if not rows:
         return set()
     pages = [s for s, _ in rows]
-    values = ", ".join(f"%({c})s::{_TYPES[c]}[]" for c in _COLUMNS)
+    values = ", ".join(f"%({c})b::{_TYPES[c]}[]" for c in _COLUMNS)  # binary: arrays dump much faster
     names = ", ".join(_COLUMNS)
     updates = ", ".join(f"{c} = v.{c}" for c in _COLUMNS[1:])
     params: dict[str, Any] = {c: _column(pages, c) for c in _COLUMNS}
     params["seen"] = [seen for _, seen in rows]
     cur = await conn.execute(
-        f"WITH v AS (SELECT * FROM unnest({values}, %(seen)s::text[]) AS v({names}, seen)),"
+        f"WITH v AS (SELECT * FROM unnest({values}, %(seen)b::text[]) AS v({names}, seen)),"
         f" changed AS (UPDATE scheduler.freshness_pages p SET {updates} FROM v"
         "   WHERE v.seen IS NOT NULL AND p.url_fp = v.url_fp AND p.xmin = v.seen::xid RETURNING p.url_fp),"
         f" added AS (INSERT INTO scheduler.freshness_pages ({names}) SELECT {names} FROM v WHERE v.seen IS NULL"
