@@ -223,7 +223,8 @@ async def worker_for(core: FetchCore, clock: SystemClock, publishing: Publishing
         settings = load_settings(FetcherSettings, os.environ)
         yield FetchWorker(core, producer, clock, discoveries=DiscoveryPublisher(producer),
                           body_codec=publishing.codec, max_message_bytes=kafka.max_message_bytes,
-                          publish_batch=settings.publish_batch, publish_delay=settings.publish_delay), producer
+                          publish_batch=settings.publish_batch, publish_delay=settings.publish_delay,
+                          publish_bytes=settings.publish_run_bytes), producer
     finally:
         await producer.stop()
 

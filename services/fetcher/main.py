@@ -105,7 +105,7 @@ async def build(env: Mapping[str, str]) -> Service:
     worker = FetchWorker(
         core, producer, clock, handoff, discoveries=discoveries, body_codec=settings.body_codec,
         max_message_bytes=kafka.max_message_bytes, publish_batch=settings.publish_batch,
-        publish_delay=settings.publish_delay,
+        publish_delay=settings.publish_delay, publish_bytes=settings.publish_run_bytes,
     )
     consumer = RebalancingConsumer(
         kafka,

@@ -4,8 +4,9 @@ Building a fetch's result and outcome and handing them to the producer costs abo
 of the event loop when done as each fetch ends, between the HTTP client's callbacks, and
 about 26 us when a run of them is done in a row (the same code, warm in the processor's
 caches); the fetch path around it speeds up too. :class:`PublishRuns` keeps finished
-fetches until ``batch`` of them wait or ``delay`` seconds have passed since the first,
-then publishes them in order.
+fetches until ``batch`` of them wait, their bodies reach ``max_bytes`` or ``delay``
+seconds have passed since the first, then publishes them in order. The bodies waiting
+are thus at most ``max_bytes`` plus one body, whatever the pages' sizes.
 
 Nothing is acknowledged before it is published: the producer drains the run before every
 flush (:meth:`~libs.common.kafka.producer.TopicProducer.before_flush`), and consumers
@@ -39,14 +40,18 @@ class PublishFailed(RuntimeError):
 
 
 class PublishRuns:
-    """Calls ``publish(request, attempt)`` per finished fetch, in runs of up to ``batch``, at most ``delay`` s late."""
+    """Calls ``publish(request, attempt)`` per finished fetch, in runs of up to ``batch`` fetches and ``max_bytes``
+    of bodies, at most ``delay`` s late."""
 
-    def __init__(self, publish: Publish, batch: int, delay: float) -> None:
-        if batch < 1 or delay < 0:
-            raise ValueError(f"publish runs need batch >= 1 and delay >= 0, not {batch} and {delay}")
+    def __init__(self, publish: Publish, batch: int, delay: float, max_bytes: int = 4 << 20) -> None:
+        if batch < 1 or delay < 0 or max_bytes < 0:
+            raise ValueError(f"publish runs need batch >= 1, delay >= 0 and max_bytes >= 0, not {batch}, {delay}"
+                             f" and {max_bytes}")
         self._publish = publish
         self._batch = batch
         self._delay = delay
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._pending: list[tuple[pb.FetchRequest, FetchAttempt]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._failed = 0
@@ -58,7 +63,9 @@ class PublishRuns:
     def submit(self, request: pb.FetchRequest, attempt: FetchAttempt) -> None:
         """Queues one finished fetch; publishes the run now if it is full (at once with ``batch`` 1)."""
         self._pending.append((request, attempt))
-        if len(self._pending) >= self._batch:
+        if attempt.response is not None:
+            self._bytes += len(attempt.response.body)
+        if len(self._pending) >= self._batch or self._bytes >= self._max_bytes:
             self.drain()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._delay, self.drain)
@@ -69,6 +76,7 @@ class PublishRuns:
             self._timer.cancel()
             self._timer = None
         run, self._pending = self._pending, []
+        self._bytes = 0
         publish = self._publish
         for request, attempt in run:
             try:

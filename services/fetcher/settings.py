@@ -130,7 +130,7 @@ class FetcherSettings:
     )
     publish_batch: int = setting(
         "TRAWL_FETCHER_PUBLISH_BATCH",
-        32,
+        128,
         "Finished fetches whose results and outcomes are built and sent in one run (1: each as it ends); runs"
         " are always sent before the producer flushes, so before any request is committed.",
     )
@@ -138,6 +138,12 @@ class FetcherSettings:
         "TRAWL_FETCHER_PUBLISH_DELAY",
         0.02,
         "Longest a finished fetch waits for its run to fill before it is published anyway (seconds).",
+    )
+    publish_run_bytes: int = setting(
+        "TRAWL_FETCHER_PUBLISH_RUN_BYTES",
+        4 * 1024 * 1024,
+        "A run of finished fetches is published once its bodies reach this many bytes, however few they are"
+        " (what waits in a run is at most this plus one body).",
     )
     producer_linger_ms: int = setting(
         "TRAWL_FETCHER_PRODUCER_LINGER_MS",

@@ -77,7 +77,8 @@ class FetchWorker:
     ``body_codec`` is how results carry bodies (see :mod:`services.fetcher.result_body`);
     ``max_message_bytes`` is the producer's largest message, which every result fits in.
     Without ``discoveries``, redirects are not announced. Finished fetches are published in
-    runs of ``publish_batch``, at most ``publish_delay`` seconds late (1: each at once).
+    runs of ``publish_batch`` (and at most ``publish_bytes`` of bodies), at most ``publish_delay``
+    seconds late (1: each at once).
     """
 
     def __init__(
@@ -92,6 +93,7 @@ class FetchWorker:
         max_message_bytes: int | None = None,
         publish_batch: int = 1,
         publish_delay: float = 0.0,
+        publish_bytes: int = 4 << 20,
     ) -> None:
         encode_body(b"", body_codec)  # an unknown codec fails here, not at the first fetch
         self._core = core
@@ -104,7 +106,7 @@ class FetchWorker:
         self._hosts: Tally[str] = Tally()
         self._finished: Publish = self.publish
         if publish_batch > 1:
-            runs = PublishRuns(self.publish, publish_batch, publish_delay)
+            runs = PublishRuns(self.publish, publish_batch, publish_delay, publish_bytes)
             producer.before_flush(runs.before_flush)
             self._finished = runs.submit
 

@@ -8,6 +8,7 @@ import pytest
 
 from libs.common.wire import messages as pb
 from services.fetcher.fetch_core import FetchAttempt
+from services.fetcher.http_response import HttpResponse
 from services.fetcher.publish_runs import PUBLISH_FAILURES, PublishFailed, PublishRuns
 
 
@@ -77,3 +78,20 @@ def test_bad_settings_are_refused() -> None:
         PublishRuns(Journal(), batch=0, delay=0.1)
     with pytest.raises(ValueError):
         PublishRuns(Journal(), batch=4, delay=-1.0)
+
+
+def _sized(n: int, size: int) -> tuple[pb.FetchRequest, FetchAttempt]:
+    url = f"http://a.test/{n}"
+    response = HttpResponse(url=url, final_url=url, status=200, body=b"x" * size)
+    return pb.FetchRequest(url=url, request_id=str(n)), FetchAttempt(url, "ok", response, False, 0.0)
+
+
+async def test_a_run_ends_once_its_bodies_reach_the_byte_limit() -> None:
+    journal = Journal()
+    runs = PublishRuns(journal, batch=100, delay=60.0, max_bytes=1000)
+    runs.submit(*_sized(0, 600))
+    assert journal.published == []
+    runs.submit(*_sized(1, 600))  # 1,200 bytes wait: published, whatever the count
+    assert journal.published == ["0", "1"] and runs.pending == 0
+    runs.submit(*_sized(2, 10))
+    assert runs.pending == 1  # the count of bytes started again
