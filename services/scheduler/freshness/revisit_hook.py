@@ -114,11 +114,7 @@ class RevisitHook:
         planned: list[tuple[PageState, Plan, bool]] = []
         for page in pages:
             state = states[page.url_fp]
-            self._close_visit(state)
-            state.previous_fetch_at, state.last_fetch_at = state.last_fetch_at, now
-            state.fetches += 1
-            state.new_items = 0
-            plan = self._plan(state, at, versions.get(page.url_fp))
+            plan = self._visited(state, now, at, versions.get(page.url_fp))
             planned.append((state, plan, state.hub_key is not None))
         await save_page_states(conn, [s for s, _, _ in planned])
         await self._write_plans(conn, planned)
@@ -141,11 +137,7 @@ class RevisitHook:
         plans: dict[int, RevisitPlan] = {}
         for page in pages:
             state = states[page.url_fp]
-            self._close_visit(state)
-            state.previous_fetch_at, state.last_fetch_at = state.last_fetch_at, now
-            state.fetches += 1
-            state.new_items = 0
-            plan = self._plan(state, at, versions.get(page.url_fp))
+            plan = self._visited(state, now, at, versions.get(page.url_fp))
             due, p, gain = self._plan_row(plan, state.hub_key is not None)
             plans[page.url_fp] = _Planned(due, p, gain, state, seen.get(page.url_fp))
         return plans
@@ -189,6 +181,14 @@ class RevisitHook:
         if planned:
             await self._write_plans(conn, planned)
         return len(planned)
+
+    def _visited(self, state: PageState, now: datetime, at: float, versions: list[tuple[float, str]] | None) -> Plan:
+        """Records a fetch of the page at ``now`` (``at`` in seconds) in its state and plans its next one."""
+        self._close_visit(state)
+        state.previous_fetch_at, state.last_fetch_at = state.last_fetch_at, now
+        state.fetches += 1
+        state.new_items = 0
+        return self._plan(state, at, versions)
 
     @staticmethod
     def _close_visit(state: PageState) -> None:
