@@ -138,7 +138,10 @@ def test_busy_hours_get_more_fetches_than_quiet_ones(watched: dict[str, Any]) ->
         per_hour = Counter(t.replace(minute=0, second=0, microsecond=0) for t in hub_fetches(watched, hub, since))
         busy = [h for h in hours if weight(web, hub, h) >= 0.9]
         quiet = [h for h in hours if weight(web, hub, h) <= 0.03]
-        assert len(busy) >= 3 and len(quiet) >= 4, (hub, since)
+        # Three of each at least: on a loaded machine the first generation with every model can come
+        # near midnight (training slows down with the rest), which leaves the earliest hub's night
+        # three quiet hours before its dawn.
+        assert len(busy) >= 3 and len(quiet) >= 3, (hub, since)
         busy_rate = sum(per_hour[h] for h in busy) / len(busy)
         quiet_rate = sum(per_hour[h] for h in quiet) / len(quiet)
         seen = [(h.strftime("%a %H"), per_hour[h]) for h in hours]
