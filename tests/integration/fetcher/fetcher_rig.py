@@ -147,3 +147,14 @@ class FetcherRig:
     def log(self, part: str) -> list[RequestRecord]:
         """What the server saw for the hostile host playing ``part``, robots.txt included."""
         return [r for r in self.server.request_log if r.host == hostile_host(part)]
+
+    async def settled_log(self, part: str, requests: int, timeout: float = 10.0) -> list[RequestRecord]:
+        """:meth:`log` once it holds ``requests`` records or ``timeout`` has passed.
+
+        The server records a request when its handler ends, and a handler dripping a body the
+        fetcher gave up on ends only at its next write, which may come after the outcome.
+        """
+        deadline = asyncio.get_running_loop().time() + timeout
+        while len(records := self.log(part)) < requests and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        return records

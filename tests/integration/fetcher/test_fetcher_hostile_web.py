@@ -39,7 +39,7 @@ async def test_slow_bodies_end_at_the_minimum_rate_or_the_total_timeout(rig: Fet
     assert (outcomes[slow].status, outcomes[slow].error) == (NETWORK, "slow_body")
     assert (outcomes[steady].status, outcomes[steady].error) == (NETWORK, "timeout")
     assert outcomes[slow].retryable and outcomes[steady].retryable
-    assert [r.path for r in rig.log("slow-drip")] == ["/robots.txt", "/slow", "/steady"]
+    assert [r.path for r in await rig.settled_log("slow-drip", 3)] == ["/robots.txt", "/slow", "/steady"]
 
 
 async def test_huge_bodies_and_compression_bombs_stop_at_the_cap(rig: FetcherRig) -> None:
