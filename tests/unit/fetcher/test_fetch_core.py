@@ -99,14 +99,19 @@ async def test_unreachable_robots_txt_blocks_the_host_for_now(serve, make_core) 
     assert server.paths() == ["/robots.txt"]
 
 
+def hanging(seconds: float) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A handler that answers only after ``seconds`` (longer than the fetcher waits)."""
+
+    async def handler(request: web.Request) -> web.Response:
+        await asyncio.sleep(seconds)
+        return web.Response(text="late")
+
+    return handler
+
+
 async def test_a_robots_txt_that_times_out_makes_the_page_a_retryable_network_error(serve, make_core) -> None:
     app = site(None, {"/page": (200, HTML, b"x")})
-
-    async def robots(request: web.Request) -> web.Response:
-        await asyncio.sleep(5)
-        return web.Response(text="")
-
-    app.router.add_get("/robots.txt", robots)
+    app.router.add_get("/robots.txt", hanging(5))
     server = await serve(app)
     core = await make_core(fetcher_settings={"total_timeout": 0.3})
     first = await core.fetch(server.url("/page"))
@@ -233,12 +238,7 @@ async def test_an_unreachable_host_is_retryable_and_not_requested_past_robots(ma
 
 async def test_a_timeout_is_a_retryable_network_error(serve, make_core) -> None:
     app = site(None, {})
-
-    async def hang(request: web.Request) -> web.Response:
-        await asyncio.sleep(10)
-        return web.Response(text="late")
-
-    app.router.add_get("/hang", hang)
+    app.router.add_get("/hang", hanging(10))
     server = await serve(app)
     core = await make_core(fetcher_settings={"total_timeout": 0.3})
     attempt = await core.fetch(server.url("/hang"))
