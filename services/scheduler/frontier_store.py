@@ -347,8 +347,6 @@ class FrontierStore:
             )
             # RETURNING follows the join plan, not best's ORDER BY: restore best first.
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))
-            if rows:
-                await host_heads.taken(conn, [r.host for r in rows])
         self._booked(len(rows))
         return rows
 

@@ -5,8 +5,9 @@ every free host's queued URLs costs a round as many index probes as there are fr
 (100,000 on a large crawl) whatever the room; with heads, the round reads ``room`` rows of
 one index (``hosts_heads``: free hosts by head priority). The heads are exact when a round
 selects: the round first refreshes the hosts the frontier's statement triggers named stale
-(migration ``0020_host_heads.sql``: a URL queued, requeued, re-weighed or deleted), and after
-taking URLs it refreshes the heads of the hosts it took them from.
+(migration ``0020_host_heads.sql``: a URL queued, requeued, re-weighed or deleted), and the
+statement that takes URLs sets the next heads of the hosts it took them from, in the same
+statement (one statement per round).
 
 A head ignores ``next_fetch_at``, since being due changes with time and not with a write:
 a host whose head is not due yet (a retry waiting for its backoff) is probed for a due URL
@@ -40,13 +41,17 @@ REFRESH_STALE = (
     " UPDATE scheduler.hosts h SET " + _SET_HEAD + " WHERE h.host = ANY(ARRAY(SELECT DISTINCT host FROM s))"
 )
 
-# The hosts a round took URLs from: one more request out, a large host's next start spaced by
-# its gap, and the next head (a statement of its own, so that it sees the URLs just taken).
-TAKEN = (
-    "UPDATE scheduler.hosts h SET in_flight = h.in_flight + 1,"
+# The hosts a round took URLs from, in the round's own statement: one more request out, a large
+# host's next start spaced by its gap, and the next head. The statement's snapshot still shows the
+# URL just taken as queued (a statement does not see its own writes), so the next head is the best
+# queued URL other than it (``t``: the row the round took from the host).
+_TAKEN = (
+    "in_flight = h.in_flight + 1,"
     " next_allowed_at = CASE WHEN h.slots > 1 THEN greatest(h.next_allowed_at,"
-    "   now() + make_interval(secs => coalesce(h.gap_seconds, 0))) ELSE h.next_allowed_at END, " + _SET_HEAD
-    + " WHERE h.host = ANY(%b::text[])"  # binary: a long array dumps much faster
+    "   now() + make_interval(secs => coalesce(h.gap_seconds, 0))) ELSE h.next_allowed_at END,"
+    " (head_fp, head_priority, head_due_at) = (SELECT f.url_fp, f.priority, f.next_fetch_at"
+    "   FROM scheduler.frontier f WHERE f.host = h.host AND f.status = 'queued' AND f.url_fp <> t.url_fp"
+    "   ORDER BY f.priority DESC, f.url_fp LIMIT 1)"
 )
 
 # A host may take a request when it has nothing in flight, or fewer than its slots and its gap
@@ -79,19 +84,19 @@ SELECT_AND_TAKE = (
     "  SELECT url_fp, priority FROM idle UNION ALL SELECT url_fp, priority FROM shared"
     "  UNION ALL SELECT url_fp, priority FROM later_best"
     "  ORDER BY priority DESC, url_fp LIMIT %(room)s"
+    "), took AS ("
+    "  UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
+    "    dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
+    "  WHERE f.url_fp = ANY(ARRAY(SELECT url_fp FROM best)) AND f.status = 'queued'"
+    "  RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id"
+    "), hosts AS ("  # the hosts the round took from (one URL each at most): see _TAKEN
+    "  UPDATE scheduler.hosts h SET " + _TAKEN
+    + "  FROM took t WHERE h.host = t.host"
     ")"
-    " UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
-    "   dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
-    " WHERE f.url_fp = ANY(ARRAY(SELECT url_fp FROM best)) AND f.status = 'queued'"
-    " RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id"
+    " SELECT url_fp, url, host, priority, depth, attempts, request_id FROM took"
 )
 
 
 async def refresh_stale(conn: AsyncConnection[Any], partitions: Sequence[int]) -> None:
     """Recomputes the heads of the hosts of ``partitions`` whose queued URLs changed since."""
     await conn.execute(REFRESH_STALE, {"parts": list(partitions)})
-
-
-async def taken(conn: AsyncConnection[Any], hosts: Sequence[str]) -> None:
-    """Books one more request out for each of ``hosts`` (sorted: rows locked in one order)."""
-    await conn.execute(TAKEN, (sorted(hosts),))
