@@ -73,6 +73,7 @@ class Dispatcher:
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
         self.dispatched = 0
+        self._short = False  # the last round took fewer URLs than it had room for
 
     async def prepare(self) -> None:
         """Applies the settings to the tables: the crawl goal's sites, the large hosts' slots."""
@@ -115,6 +116,7 @@ class Dispatcher:
     async def _run(self) -> None:
         last_lease_check = 0.0
         while not self._stopping.is_set():
+            self._wake.clear()  # a change from now on (an outcome, new URLs) wakes the next round
             try:
                 if time.monotonic() - last_lease_check > min(5.0, self._settings.lease_seconds / 4):
                     expired = await self._store.expire_leases(self._settings.lease_seconds)
@@ -126,8 +128,9 @@ class Dispatcher:
                 log.exception("dispatch round failed; retrying")
                 sent = 0
                 await asyncio.sleep(1.0)
-            if sent == 0:
-                self._wake.clear()
+            if sent == 0 or self._short:
+                # Nothing more is ready until something changes: wait for it (or for time to pass:
+                # politeness, revisits and backoffs come due), rather than run a round that finds nothing.
                 try:
                     await asyncio.wait_for(self._wake.wait(), timeout=self._settings.dispatch_interval)
                 except TimeoutError:
@@ -141,6 +144,7 @@ class Dispatcher:
         room = min(self._settings.dispatch_batch, self._settings.max_in_flight - out)
         held = [*await self._held_goal_sites(), *rules.held]
         rows = await self._store.dispatch(room, sorted(self._owned()), held)
+        self._short = len(rows) < room  # every free host with a ready URL took one
         if not rows:
             return 0
         await self._keys.refresh(self._store.queued_path_counts)

@@ -62,6 +62,7 @@ async def build(env: Mapping[str, str]) -> Service:
         handler=SchedulerHandler(store, settings, lambda: dispatcher.wake()),
         producer=producer,
         batch_size=settings.consumer_batch,
+        batch_wait=settings.consumer_wait,
         assignment="range",  # the four inputs are keyed by host: one member owns all of a host
     )
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)

@@ -25,6 +25,12 @@ class SchedulerSettings:
         "Most consumed messages handled together: a batch of fetch outcomes is applied in one transaction"
         " (larger batches apply outcomes faster, their messages held in memory at once).",
     )
+    consumer_wait: float = setting(
+        "TRAWL_SCHEDULER_CONSUMER_WAIT",
+        0.02,
+        "Seconds a consumed batch waits to fill once messages came: outcomes free their hosts soon after they"
+        " arrive, not once a full batch did (late in a crawl, few hosts have work and few outcomes come at once).",
+    )
     lease_seconds: float = setting(
         "TRAWL_SCHEDULER_LEASE_SECONDS",
         300.0,

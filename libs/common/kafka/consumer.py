@@ -83,6 +83,7 @@ class TopicConsumer:
         concurrency: int = 1,
         batch_size: int = 500,
         poll_timeout: float = 0.2,
+        batch_wait: float | None = None,
         commit_interval: float = 1.0,
         retry_backoff: float = 0.5,
         max_backoff: float = 10.0,
@@ -100,6 +101,7 @@ class TopicConsumer:
         self._concurrency = max(1, concurrency)
         self._batch_size = batch_size
         self._poll_timeout = poll_timeout
+        self._batch_wait = batch_wait
         self._commit_interval = commit_interval
         self._retry_backoff = retry_backoff
         self._max_backoff = max_backoff
@@ -169,6 +171,21 @@ class TopicConsumer:
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
 
+    def _consume(self, consumer: Consumer, room: int) -> list[Any]:
+        """Up to ``room`` records, waiting at most ``poll_timeout`` for any.
+
+        A batch consume waits for ``room`` records or the timeout; with ``batch_wait`` it returns
+        the records that came within ``batch_wait`` as soon as there are any, so that a few records
+        are not held back until a full batch or the poll timeout.
+        """
+        if self._batch_wait is None or self._batch_wait >= self._poll_timeout:
+            return list(consumer.consume(room, self._poll_timeout))
+        deadline = time.monotonic() + self._poll_timeout
+        while True:
+            raw = consumer.consume(room, self._batch_wait)
+            if raw or time.monotonic() >= deadline:
+                return list(raw)
+
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         with self._lock:
             for tp in partitions:
@@ -224,7 +241,7 @@ class TopicConsumer:
                 await self._adjust_pause(consumer)
             room = self._batch_size if self._concurrency == 1 else max(1, self._concurrency - len(self._inflight))
             try:
-                raw = await self._call(consumer.consume, room, self._poll_timeout)
+                raw = await self._call(self._consume, consumer, room)
             except Exception:
                 log.exception("consume failed")
                 await asyncio.sleep(1.0)
