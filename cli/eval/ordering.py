@@ -10,6 +10,9 @@ PageRank first). After 10%, 20%, 30% and 50% of the graph's pages are crawled it
 the share of the total PageRank (damping 0.85) each policy captured and its ratio to
 omniscient's, and the Spearman correlation between AOPIC's importance estimates and
 PageRank over the pages crawled, at each mark and once every reachable page was crawled.
+With ``--continuous`` AOPIC also crawls as OPIC's greedy policy does when it never stops:
+the page with the most cash next, fetched before or not, until every reachable page was
+fetched once; it reports how many fetches that took and the Spearman correlation then.
 AOPIC runs with the importance service's settings, read from the environment like the
 service's (``TRAWL_IMPORTANCE_*``), so a setting's effect is measured by setting it. The JSON
 object's keys are documented in ``docs/evaluation.md``.
@@ -26,7 +29,7 @@ import numpy as np
 import typer
 from scipy.stats import spearmanr
 
-from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, policy_order, revisit_pass
+from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, continuous_order, policy_order, revisit_pass
 from cli.eval.ordering_graph import DAMPING, CrawlGraph, GraphFormatError, generate, pagerank, read_graph
 from cli.output import console, emit
 from libs.common.settings import SettingsError, load_settings
@@ -34,6 +37,8 @@ from libs.simweb.webgraph import write_graph
 from services.importance.settings import ImportanceSettings
 
 MARKS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)
+COVERAGE: tuple[float, ...] = (0.9, 0.99, 0.999)
+"""Shares of the reachable pages at which the continuous crawl reports its fetches and Spearman."""
 
 
 def spearman(crawl: ImportanceCrawl, crawled: list[int], rank: np.ndarray) -> float | None:
@@ -79,14 +84,70 @@ def run_policy(name: str, graph: CrawlGraph, rank: np.ndarray, settings: Importa
     return result
 
 
+def run_continuous(graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings, partitions: int,
+                   max_fetches: float) -> dict[str, Any]:
+    """AOPIC crawling continuously (``continuous_order``) until every reachable page was fetched once.
+
+    Stops there, or after ``max_fetches`` times the graph's nodes, or when no page has cash left.
+    The PageRank shares at the marks count the distinct pages fetched, the first fetch of each.
+    """
+    crawl = ImportanceCrawl(graph, settings.opic_config(partitions), partitions)
+    reachable = graph.reachable()
+    limit = max(1, math.floor(max_fetches * graph.size))
+    checkpoints = [max(1, round(mark * graph.size)) for mark in MARKS]
+    coverage_at = [max(1, math.ceil(share * reachable)) for share in COVERAGE]
+    seen = bytearray(graph.size)
+    crawled: list[int] = []
+    shares: list[float] = []
+    coverage: list[dict[str, Any]] = []
+    captured = 0.0
+    fetches = 0
+    full: int | None = None
+    for node in continuous_order(crawl):
+        fetches += 1
+        if not seen[node]:
+            seen[node] = 1
+            crawled.append(node)
+            captured += float(rank[node])
+            if len(shares) < len(checkpoints) and len(crawled) == checkpoints[len(shares)]:
+                shares.append(captured)
+            while len(coverage) < len(coverage_at) and len(crawled) >= coverage_at[len(coverage)]:
+                coverage.append({"share": COVERAGE[len(coverage)], "fetches": fetches,
+                                 "spearman": spearman(crawl, crawled, rank)})
+            if len(crawled) == reachable:
+                full = fetches
+                break
+        if fetches >= limit:
+            break
+    while len(shares) < len(checkpoints):
+        shares.append(captured)
+    return {
+        "fetches": full,
+        "fetches_per_page": None if full is None else full / reachable,
+        "spearman": spearman(crawl, crawled, rank) if full is not None else None,
+        "stopped_after": fetches,
+        "crawled": len(crawled),
+        "spearman_when_stopped": spearman(crawl, crawled, rank),
+        "coverage": coverage,
+        "pagerank_share": shares,
+        "conservation": {"accounted": crawl.accounted(), "total": 100.0},
+    }
+
+
 def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: ImportanceSettings | None = None,
-             partitions: int = 1, seed: int = 1, passes: int = 1) -> dict[str, Any]:
+             partitions: int = 1, seed: int = 1, passes: int = 1, continuous: bool = False,
+             max_fetches: float = 100.0) -> dict[str, Any]:
     """The ``--json`` object (less ``generated``) for ``graph``."""
     settings = settings or ImportanceSettings()
     rank = pagerank(graph, DAMPING)
     wanted = tuple(dict.fromkeys((*policies, "omniscient")))
     runs = {name: run_policy(name, graph, rank, settings, partitions, seed, passes) for name in wanted}
     best = runs["omniscient"]["pagerank_share"]
+    steady: dict[str, Any] | None = None
+    if continuous:
+        steady = run_continuous(graph, rank, settings, partitions, max_fetches)
+        steady["ratio_to_omniscient"] = [s / b if b else None for s, b in zip(steady["pagerank_share"], best,
+                                                                               strict=True)]
     return {
         "graph": {"nodes": graph.size, "edges": graph.edges, "seeds": len(graph.seeds),
                   "reachable": graph.reachable()},
@@ -101,6 +162,7 @@ def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: 
         },
         "spearman": {name: run["spearman"] for name, run in runs.items() if "spearman" in run},
         "conservation": {name: run["conservation"] for name, run in runs.items() if "conservation" in run},
+        "continuous": steady,
         "settings": {
             "virtual_share": settings.virtual_share, "virtual_to_all": settings.virtual_to_all,
             "home_weight": settings.home_weight, "index_weight": settings.index_weight,
@@ -123,7 +185,24 @@ def _rows(result: dict[str, Any]) -> list[list[Any]]:
         for number, value in enumerate(sp["after_passes"][1:], start=2):
             rows.append([f"spearman {name} after pass {number}: {'-' if value is None else f'{value:.3f}'}",
                          *[""] * len(cells)])
+    steady = result.get("continuous")
+    if steady is not None:
+        ratios = steady["ratio_to_omniscient"]
+        rows.append(["aopic continuous (distinct pages)",
+                     *(f"{s:.3f} ({'-' if r is None else f'{r:.2f}'})"
+                       for s, r in zip(steady["pagerank_share"], ratios, strict=True))])
+        if steady["fetches"] is None:
+            final = (f"not every page fetched after {steady['stopped_after']} fetches ({steady['crawled']} pages):"
+                     f" spearman {_number(steady['spearman_when_stopped'])}")
+        else:
+            final = (f"every page fetched after {steady['fetches']} fetches ({steady['fetches_per_page']:.2f} per"
+                     f" page): spearman {_number(steady['spearman'])}")
+        rows.append([f"aopic continuous: {final}", *[""] * len(MARKS)])
     return rows
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def register(app: typer.Typer) -> None:
@@ -140,6 +219,11 @@ def register(app: typer.Typer) -> None:
         policies: str = typer.Option(",".join(POLICIES), "--policies", help="Comma-separated policies to run."),
         passes: int = typer.Option(1, "--passes", help="OPIC policies: after the first pass, revisit every page"
                                    " once more per extra pass (most cash first) and report Spearman after each."),
+        continuous: bool = typer.Option(False, "--continuous", help="Also crawl with AOPIC's continuous greedy"
+                                        " policy (most cash first, fetched before or not) until every page was"
+                                        " fetched once; report the fetches and Spearman then."),
+        max_fetches: float = typer.Option(100.0, "--max-fetches", help="--continuous: stop after this many fetches"
+                                          " per node of the graph if some page was still never fetched."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Share of PageRank captured after 10/20/30/50% crawled per policy; AOPIC estimates vs PageRank."""
@@ -160,11 +244,13 @@ def register(app: typer.Typer) -> None:
                 raise GraphFormatError("give --graph and --seeds, or --generate N")
             if partitions < 1 or passes < 1:
                 raise GraphFormatError("--partitions and --passes must be at least 1")
+            if max_fetches <= 0:
+                raise GraphFormatError("--max-fetches must be positive")
             settings = load_settings(ImportanceSettings, os.environ)
         except (OSError, GraphFormatError, SettingsError) as exc:
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from exc
-        result = evaluate(graph, wanted, settings, partitions, seed, passes)
+        result = evaluate(graph, wanted, settings, partitions, seed, passes, continuous, max_fetches)
         result["generated"] = generated
         marks = [f"{int(m * 100)}% crawled" for m in MARKS]
         emit(as_json, result, "PageRank share captured (ratio to omniscient)", ["policy", *marks], _rows(result))

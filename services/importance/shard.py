@@ -5,8 +5,10 @@ simulated partition (one by default) and hands transfers over directly. A visit 
 the page's cash over its followed out-links and the virtual page: targets this partition
 owns get their share at once, the others are collected in ``outgoing`` by owner, to
 travel as cash-transfer messages. ``announcements`` lists every page whose cash changed
-(by more than ``announce_min_change`` of what was last announced for it), and every home
-or index page whose dividends grew past its watch threshold. Pages are given as
+(by more than ``announce_min_change`` of what was last announced for it), every page visited
+since (whatever its change: a visit empties its cash, but dividends the virtual page paid out
+after it may leave a little), and every home or index page whose dividends grew past its watch
+threshold. Pages are given as
 fingerprint and normalised URL; the host is read from the URL only when a page is new
 or announced.
 """
@@ -52,6 +54,8 @@ class Shard:
         self._touched: dict[int, str | int] = {}
         """Slot -> its URL, or where it is: ``source << 32 | index`` into ``_sources`` (received URL lists)."""
         self._sources: list[Sequence[str]] = []
+        self._visited: set[int] = set()
+        """Slots visited since the last announcements: always announced."""
 
     def page(self, key: int, url: str) -> int:
         """The slot of the page, added (discovered) if new."""
@@ -71,6 +75,7 @@ class Shard:
         cash = engine.visit(s, at)
         touched = self._touched
         touched[s] = url
+        self._visited.add(s)
         n = len(target_keys)
         if n == 0:
             engine.to_virtual(cash)
@@ -145,6 +150,7 @@ class Shard:
         """Pages to announce since the last call (see the module docstring); clears the list."""
         engine = self.engine
         touched, self._touched = self._touched, {}
+        visited, self._visited = self._visited, set()
         for s in engine.due():
             url = engine.site_urls.get(s)
             if url is not None:
@@ -164,7 +170,8 @@ class Shard:
             if not flags[s] & CRAWLED:
                 cash += weight[s] * (div_new - mark_new[s])
             last = shown[s]
-            if last >= 0.0 and abs(cash - last) <= min_change * last and (cash > 0.0 or last == 0.0):
+            if last >= 0.0 and abs(cash - last) <= min_change * last and (cash > 0.0 or last == 0.0) \
+                    and s not in visited:
                 continue
             shown[s] = cash
             if flags[s] & KIND_MASK != UrlKind.PAGE:

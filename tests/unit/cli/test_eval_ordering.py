@@ -11,13 +11,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli.eval.ordering import MARKS, evaluate
-from cli.eval.ordering_crawl import POLICIES
+from cli.eval.ordering import COVERAGE, MARKS, evaluate
+from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, continuous_order
 from cli.eval.ordering_graph import CrawlGraph, GraphFormatError, generate, pagerank, read_graph
 from cli.main import app
+from services.importance.settings import ImportanceSettings
 
 KEYS = {"graph", "marks", "damping", "partitions", "passes", "pagerank_share", "ratio_to_omniscient", "spearman",
-        "conservation", "settings", "generated"}
+        "conservation", "continuous", "settings", "generated"}
+CONTINUOUS_KEYS = {"fetches", "fetches_per_page", "spearman", "stopped_after", "crawled", "spearman_when_stopped",
+                   "coverage", "pagerank_share", "ratio_to_omniscient", "conservation"}
 
 
 def write(tmp_path: Path, edges: str, seeds: str) -> tuple[Path, Path]:
@@ -94,6 +97,55 @@ def test_further_passes_revisit_every_page_and_conserve_cash() -> None:
     assert math.isclose(result["conservation"]["aopic"]["accounted"], 100.0, rel_tol=1e-9)
 
 
+def test_the_continuous_crawl_revisits_pages_until_every_page_was_fetched_and_conserves_cash() -> None:
+    graph, _ = generate(2000, 3, 5)
+    one_pass = evaluate(graph, ("aopic",), seed=3)
+    result = evaluate(graph, ("aopic",), seed=3, continuous=True)
+    steady = result["continuous"]
+    assert set(steady) == CONTINUOUS_KEYS
+    reachable = graph.reachable()
+    assert steady["crawled"] == reachable
+    assert steady["fetches"] == steady["stopped_after"] > reachable  # pages fetched again before the last new one
+    assert steady["fetches_per_page"] == pytest.approx(steady["fetches"] / reachable)
+    assert [c["share"] for c in steady["coverage"]] == list(COVERAGE)
+    fetches = [c["fetches"] for c in steady["coverage"]]
+    assert fetches == sorted(fetches) and fetches[-1] <= steady["fetches"]
+    assert steady["spearman"] == steady["spearman_when_stopped"]
+    assert steady["spearman"] > one_pass["spearman"]["aopic"]["all_crawled"]  # the revisits passed cash on
+    assert math.isclose(steady["conservation"]["accounted"], 100.0, rel_tol=1e-12)
+    shares = steady["pagerank_share"]
+    assert shares == sorted(shares) and len(shares) == len(MARKS)
+    assert steady["ratio_to_omniscient"] == pytest.approx(
+        [s / b for s, b in zip(shares, result["pagerank_share"]["omniscient"], strict=True)])
+    # the one-pass figures are the same with or without the continuous crawl
+    for key in ("pagerank_share", "ratio_to_omniscient", "spearman", "conservation"):
+        assert result[key] == one_pass[key], key
+    assert one_pass["continuous"] is None
+
+
+def test_the_continuous_order_fetches_a_page_again_once_its_cash_is_the_highest() -> None:
+    # a home page linking to b and c, b linking back, c without links (default settings: 15% to the virtual page,
+    # which pays all pages once no home or index page is left uncrawled)
+    graph = CrawlGraph(["http://a.example/", "http://a.example/b.html", "http://a.example/c.html"],
+                       [[1, 2], [0], []], [0])
+    crawl = ImportanceCrawl(graph, ImportanceSettings().opic_config(1))
+    order = continuous_order(crawl)
+    assert [next(order) for _ in range(2)] == [0, 1]  # 100 from the home page: 42.5 each to b and c, 5 each back
+    # b's 47.5: 40.375 to the home page, 2.375 to each page; the home page (47.75) beats c (47.5 announced)
+    assert next(order) == 0
+    assert crawl.cash(2) == pytest.approx(49.875) and crawl.cash(0) == pytest.approx(47.75)
+    assert next(order) == 2
+    assert math.isclose(crawl.accounted(), 100.0, rel_tol=1e-12)
+
+
+def test_the_continuous_crawl_stops_at_its_fetch_limit() -> None:
+    graph, _ = generate(2000, 3, 5)
+    steady = evaluate(graph, ("aopic",), seed=3, continuous=True, max_fetches=0.25)["continuous"]
+    assert steady["fetches"] is None and steady["fetches_per_page"] is None and steady["spearman"] is None
+    assert steady["stopped_after"] == 500 and steady["crawled"] < graph.reachable()
+    assert steady["spearman_when_stopped"] is not None
+
+
 def test_the_command_prints_the_documented_json(tmp_path: Path) -> None:
     saved_graph, saved_seeds = tmp_path / "g.txt", tmp_path / "s.txt"
     runner = CliRunner()
@@ -105,6 +157,7 @@ def test_the_command_prints_the_documented_json(tmp_path: Path) -> None:
     assert payload["generated"] == {"pages": 2000, "seed": 3, "seed_hosts": 10}
     assert set(payload["spearman"]["aopic"]) == {"at_marks", "all_crawled", "crawled", "after_passes"}
     assert payload["spearman"]["aopic"]["after_passes"] == [payload["spearman"]["aopic"]["all_crawled"]]
+    assert payload["continuous"] is None
 
     again = runner.invoke(app, ["eval", "ordering", "--graph", str(saved_graph), "--seeds", str(saved_seeds),
                                 "--seed", "3", "--json"])
@@ -119,4 +172,6 @@ def test_the_command_refuses_missing_input() -> None:
     out = CliRunner().invoke(app, ["eval", "ordering", "--json"])
     assert out.exit_code == 2
     out = CliRunner().invoke(app, ["eval", "ordering", "--generate", "100", "--policies", "best"])
+    assert out.exit_code == 2
+    out = CliRunner().invoke(app, ["eval", "ordering", "--generate", "100", "--continuous", "--max-fetches", "0"])
     assert out.exit_code == 2

@@ -45,6 +45,22 @@ def test_small_changes_are_not_announced_again_unless_the_page_is_visited() -> N
     assert [(a.url, a.cash) for a in shard.announcements()] == [("http://a.example/1", 0.0)]
 
 
+def test_a_visited_page_is_announced_even_when_dividends_leave_it_some_cash() -> None:
+    engine = OpicEngine(OpicConfig(weights=UNIFORM, virtual_to_all=1.0, announce_min_change=1.0), 100.0)
+    shard = Shard(0, engine)
+    one, two = "http://a.example/1", "http://a.example/2"
+    shard.page(1, one)
+    shard.page(2, two)
+    engine.distribute()  # 50 each
+    shard.visit(2, two, [1], [one], [0], 1.0)  # 42.5 to page 1, 7.5 to the virtual page: 3.75 to each page
+    assert {a.url: a.cash for a in shard.announcements()} == {one: pytest.approx(96.25), two: pytest.approx(3.75)}
+    shard.visit(1, one, [2], [two], [0], 2.0)  # 81.8125 to page 2, 14.4375 to the virtual page: 7.21875 each
+    # page 1 keeps 7.21875 of the 96.25 last announced: within a change of 100%, but a visit is always announced
+    assert {a.url: a.cash for a in shard.announcements()} == {one: pytest.approx(7.21875),
+                                                              two: pytest.approx(92.78125)}
+    assert math.isclose(engine.accounted(), 100.0, rel_tol=1e-12)
+
+
 def test_announcements_cover_touched_pages_and_home_pages_whose_cash_doubled() -> None:
     engine = OpicEngine(OpicConfig(weights=DiscoveryWeights(4.0, 2.0, 0.0)), 100.0)
     shard = Shard(0, engine)
