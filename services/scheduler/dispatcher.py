@@ -30,6 +30,7 @@ from services.scheduler.bandits.allocator import RECENT_PAGES, BanditAllocator, 
 from services.scheduler.crawl_goal import LiveGoal
 from services.scheduler.frontier_store import FrontierStore
 from services.scheduler.host_policies import HostPolicyStore, PolicyRules
+from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings
 from services.scheduler.site_partition.keying import LargeHostKeys
 from services.scheduler.unsent_requests import UnsentRequests
@@ -50,8 +51,10 @@ class Dispatcher:
         policies: HostPolicyStore | None = None,
         goal: LiveGoal | None = None,
         unsent: UnsentRequests | None = None,
+        sent: SentUrls | None = None,
     ) -> None:
         self._store = store
+        self._sent = sent
         self._unsent = unsent
         self._policies = policies
         self._goal = goal
@@ -150,6 +153,8 @@ class Dispatcher:
         await self._keys.refresh(self._store.queued_path_counts)
         now_ms = int(time.time() * 1000)
         for row in rows:
+            if self._sent is not None:
+                self._sent.sent(row.url, row.host, row.url_fp)
             self._producer.send(
                 FETCH_REQUESTS,
                 self._keys.key_for(row.host, row.url),

@@ -13,6 +13,7 @@ from libs.common.urls import InvalidUrl, normalize_url, normalized_fingerprint, 
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
 from services.scheduler.priority import crawl_priority
+from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
@@ -58,11 +59,13 @@ class SchedulerHandler:
     """Consumer handler for discovered URLs, importance updates, fetch outcomes and page link counts."""
 
     def __init__(
-        self, store: FrontierStore, settings: SchedulerSettings, on_change: Callable[[], None] = lambda: None
+        self, store: FrontierStore, settings: SchedulerSettings, on_change: Callable[[], None] = lambda: None,
+        sent: SentUrls | None = None,
     ) -> None:
         self._store = store
         self._settings = settings
         self._on_change = on_change
+        self._sent = sent  # the dispatcher's requests: their outcomes' URLs are normalised already
 
     async def __call__(self, records: list[Record[Any]]) -> None:
         new: list[NewUrl] = []
@@ -85,7 +88,11 @@ class SchedulerHandler:
             elif record.topic is FETCH_OUTCOMES:
                 if not msg.request_id:
                     raise PoisonMessage("fetch outcome without request id")
-                url, host, fp = _checked(msg.url)
+                known = self._sent.answered(msg.url) if self._sent is not None else None
+                if known is not None:
+                    url, (host, fp) = msg.url, known
+                else:
+                    url, host, fp = _checked(msg.url)
                 outcomes.append(
                     Outcome(
                         url_fp=fp,

@@ -33,6 +33,7 @@ from services.scheduler.frontier_metrics import FrontierMetrics
 from services.scheduler.frontier_store import FrontierStore
 from services.scheduler.handlers import SchedulerHandler
 from services.scheduler.priority import PriorityWeights
+from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings
 from services.scheduler.unsent_requests import UnsentRequests
 
@@ -54,12 +55,13 @@ async def build(env: Mapping[str, str]) -> Service:
     freshness = build_freshness(db, load_settings(FreshnessSettings, env), weights, clock)
     store = FrontierStore(db, FETCH_REQUESTS.partitions, clock=clock, revisits=freshness.hook, weights=weights)
     producer = TopicProducer(kafka, "scheduler")
+    sent = SentUrls(2 * settings.max_in_flight + settings.dispatch_batch)
     consumer = TopicConsumer(
         kafka,
         service="scheduler",
         group_id=settings.group_id,
         topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES, PAGE_LINK_COUNTS],
-        handler=SchedulerHandler(store, settings, lambda: dispatcher.wake()),
+        handler=SchedulerHandler(store, settings, lambda: dispatcher.wake(), sent=sent),
         producer=producer,
         batch_size=settings.consumer_batch,
         batch_wait=settings.consumer_wait,
@@ -68,7 +70,7 @@ async def build(env: Mapping[str, str]) -> Service:
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)
     unsent = UnsentRequests(db, kafka, settings.unsent_check_seconds)
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),
-                            policies=admin.policies, goal=admin.goal, unsent=unsent)
+                            policies=admin.policies, goal=admin.goal, unsent=unsent, sent=sent)
     api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),
                    explain=freshness.explainer.explain)
     server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)],
