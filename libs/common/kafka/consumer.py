@@ -305,9 +305,16 @@ class TopicConsumer:
                 tracker.done(offset)
 
     def _done_all(self, records: Sequence[Record[Any]]) -> None:
-        for r in records:
-            self._mark_done(self._settings.topic(r.topic.name), r.partition, r.offset)
-            metrics.MESSAGES_CONSUMED.labels(self._service, r.topic.name).inc()
+        counts: dict[str, int] = {}  # records per topic: one lock and one counter update per batch, not per record
+        with self._lock:
+            for r in records:
+                name = r.topic.name
+                tracker = self._trackers.get((self._settings.topic(name), r.partition))
+                if tracker is not None:
+                    tracker.done(r.offset)
+                counts[name] = counts.get(name, 0) + 1
+        for name, n in counts.items():
+            metrics.MESSAGES_CONSUMED.labels(self._service, name).inc(n)
         self.processed += len(records)
 
     async def _attempt(self, records: list[Record[Any]], max_attempts: int) -> BaseException | None:
