@@ -33,7 +33,11 @@ DEMO_ENV = {
     "TRAWL_FETCHER_MIN_DELAY": "0.2",
     "TRAWL_FETCHER_RESPONSE_TIME_FACTOR": "5",
     "TRAWL_FETCHER_CONCURRENCY": "100",
-    "TRAWL_SCHEDULER_MAX_IN_FLIGHT": "100",
+    # Requests handed out and not yet answered: besides the fetcher's 100 on the wire, those on their
+    # way through the broker, waiting for a host's turn, or whose outcome is on its way back.
+    "TRAWL_SCHEDULER_MAX_IN_FLIGHT": "300",
+    # The machine's two cores for the costliest stage, extraction (docs/benchmarks.md, "End to end").
+    "TRAWL_EXTRACTOR_PROCESSES": "2",
     "TRAWL_SCHEDULER_RETRY_BASE_SECONDS": "2",
     # The simulated web's hosts are allowed by name through the SSRF guard, which is strict here:
     # a name the fetcher cannot resolve itself is not left to the proxy unless allowed.

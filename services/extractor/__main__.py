@@ -1,3 +1,4 @@
 from services.extractor.main import main
 
-main()
+if __name__ == "__main__":  # extraction workers are spawned: they import this module, and must not run it
+    main()

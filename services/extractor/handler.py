@@ -1,8 +1,9 @@
 """Consumes fetch results, produces documents (keyed by content fingerprint), page links and their counts.
 
 A batch is extracted in one call (:func:`~services.extractor.page_extractor.extract_pages`,
-in a worker thread so that the event loop stays responsive) and sent only when every record
-in it could be extracted.
+in a worker thread so that the event loop stays responsive, or spread over the worker
+processes of an :class:`~services.extractor.extraction_pool.ExtractionPool`) and sent only
+when every record in it could be extracted.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DOCUMENTS, PAGE_LINK_COUNTS, PAGE_LINKS
 from libs.common.urls import url_key
+from services.extractor.extraction_pool import ExtractionPool
 from services.extractor.link_counts import link_counts
 from services.extractor.page_extractor import Extracted, ExtractionOptions, extract_pages, should_extract
 
@@ -26,13 +29,19 @@ PAGES = Counter("trawl_extracted_pages_total", "Fetch results handled, by result
 
 
 class ExtractorHandler:
-    def __init__(self, producer: TopicProducer, options: ExtractionOptions) -> None:
+    def __init__(self, producer: TopicProducer, options: ExtractionOptions, pool: ExtractionPool | None = None) -> None:
         self._producer = producer
         self._options = options
+        self._pool = pool
 
-    def _extract_all(self, records: list[Record[Any]]) -> list[Extracted | Exception | None]:
+    async def _extract_all(self, records: list[Record[Any]]) -> list[Extracted | Exception | None]:
         wanted = [record.value for record in records if should_extract(record.value)]
-        extracted = iter(extract_pages(wanted, self._options))
+        pages: list[Extracted | PoisonMessage]
+        if self._pool is not None and wanted:
+            pages = await self._pool.extract(wanted)
+        else:
+            pages = await asyncio.to_thread(extract_pages, wanted, self._options)
+        extracted = iter(pages)
         out: list[Extracted | Exception | None] = []
         for record in records:
             if should_extract(record.value):
@@ -43,7 +52,7 @@ class ExtractorHandler:
         return out
 
     async def __call__(self, records: list[Record[Any]]) -> None:
-        results = await asyncio.to_thread(self._extract_all, records)
+        results = await self._extract_all(records)
         poison = next((result for result in results if isinstance(result, Exception)), None)
         if poison is not None:
             # Nothing is sent: the consumer splits the batch and hands the records over one by

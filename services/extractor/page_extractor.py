@@ -15,14 +15,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from libs.common.errors import PoisonMessage
 from libs.common.followed_links import fill_followed
-from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, normalize_url, normalized_host
+from libs.common.settings import load_settings
+from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, UrlSettings, normalize_url, normalized_host
 from libs.common.wire import messages as pb
 from services.extractor.charset import decode_html, looks_binary
 from services.extractor.content import PageContent, content_fingerprint, content_from_tree
@@ -79,6 +80,11 @@ class ExtractionOptions:
             phase_bytes=settings.phase_bytes,
             max_content_elements=settings.max_content_elements,
         )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ExtractionOptions:
+        """The options the service's settings in ``env`` give (the URL policy included)."""
+        return cls.from_settings(load_settings(ExtractorSettings, env), load_settings(UrlSettings, env).policy())
 
 
 DEFAULT_OPTIONS = ExtractionOptions()

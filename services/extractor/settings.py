@@ -25,6 +25,13 @@ class ExtractorSettings:
     )
     max_links: int = setting("TRAWL_EXTRACTOR_MAX_LINKS", 5000, "Most links kept per page.")
     batch_size: int = setting("TRAWL_EXTRACTOR_BATCH_SIZE", 100, "Fetch results extracted per consumed batch.")
+    processes: int = setting(
+        "TRAWL_EXTRACTOR_PROCESSES",
+        1,
+        "Worker processes a batch's pages are extracted in, one core each (1: in the service's own process)."
+        " More use more of one machine's cores; each worker holds its own parser memory. To scale past one"
+        " machine, run more extractor replicas (up to the fetch results' partitions).",
+    )
     phase_bytes: int = setting(
         "TRAWL_EXTRACTOR_PHASE_BYTES",
         8 * 1024 * 1024,

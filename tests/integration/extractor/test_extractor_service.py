@@ -51,8 +51,10 @@ class TopicReader:
         self._consumer.close()
 
 
-@pytest.fixture
-async def extractor(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> AsyncIterator[tuple[Service, str]]:
+@pytest.fixture(params=[1, 2], ids=["in-process", "two-worker-processes"])
+async def extractor(
+    kafka_bootstrap: str, unique_name: Callable[[str], str], request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Service, str]]:
     prefix = unique_name("ex") + "."
     topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, PAGE_LINK_COUNTS, DEAD_LETTERS)
     create_topics(kafka_bootstrap, [(prefix + t.name, t.partitions) for t in topics])
@@ -65,7 +67,8 @@ async def extractor(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> 
             "TRAWL_GRPC_ADDRESS": "127.0.0.1:0",
             "TRAWL_EXTRACTOR_GROUP": unique_name("extractor"),
             "TRAWL_URL_SORT_QUERY": "true",
-            "TRAWL_EXTRACTOR_LINK_CONTEXT_CHARS": "40",
+            "TRAWL_EXTRACTOR_LINK_CONTEXT_CHARS": "40",  # the workers take the settings too (see the asserts)
+            "TRAWL_EXTRACTOR_PROCESSES": str(request.param),
         }
     )
     await service.start()
