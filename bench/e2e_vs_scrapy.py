@@ -15,10 +15,12 @@ repetitions rotating which goes first:
 Politeness is the same for Trawl and Scrapy: robots.txt obeyed, one request at a time per
 host, a minimum delay of ``TRAWL_FETCHER_MIN_DELAY`` (demo: 0.2 s; Trawl also waits 5 times
 the last response time when that is longer, Scrapy's delay runs start to start), at most
-``TRAWL_SCHEDULER_MAX_IN_FLIGHT`` (demo: 100) requests in flight (Scrapy's
-``CONCURRENT_REQUESTS``). A crawler's rate is judged from the web server's log alone, the
-same way for all: HTML pages answered 200 (robots.txt excluded) divided by the time from
-the first request to the end of the last page's response. The same log is checked for
+``TRAWL_FETCHER_CONCURRENCY`` (demo: 100) requests being fetched at once (Scrapy's
+``CONCURRENT_REQUESTS``; Trawl's scheduler may hand out up to ``TRAWL_SCHEDULER_MAX_IN_FLIGHT``,
+demo: 300, counting requests on their way through the broker and outcomes on their way back).
+A crawler's rate is judged from the web server's log alone, the same way for all: HTML pages
+answered 200 (robots.txt excluded) divided by the time from the first request to the end of
+the last page's response. The same log is checked for
 politeness (requests in flight per host, the smallest end-to-start gap) and robots.txt.
 
 For Trawl the table also gives what each process spent per page (CPU ms from /proc) and
@@ -55,7 +57,7 @@ from libs.simweb.log_checks import max_concurrency_per_host, min_gap_per_host, r
 from libs.simweb.request_log import RequestRecord
 
 MIN_DELAY = float(DEMO_ENV["TRAWL_FETCHER_MIN_DELAY"])
-IN_FLIGHT = int(DEMO_ENV["TRAWL_SCHEDULER_MAX_IN_FLIGHT"])
+IN_FLIGHT = int(DEMO_ENV["TRAWL_FETCHER_CONCURRENCY"])  # requests being fetched at once, for both crawlers
 TARGETS = {"scrapy_1": 1.5, "scrapy_2": 1.0, "bound": 0.7}
 CONTENDERS = ("trawl", "scrapy_1", "scrapy_2", "bound")
 
@@ -310,7 +312,8 @@ def print_summary(s: dict[str, Any]) -> None:
                          for i, lag in enumerate(s["contenders"].get(n, {}).get("lag", []))):
         print(f"  {name} run {i + 1}: seeding to idle {lag['seconds_to_idle']} s; consumer lag max {lag['max']},"
               f" mean {lag['mean']}")
-    print("  CPU (medians): ms per page, busiest single process, and the rate that allows on two idle cores")
+    print("  CPU (medians): ms per page, busiest part (a service with its worker processes), and the rate that"
+          " allows on two idle cores")
     trawl_cpu = s["contenders"].get("trawl", {}).get("cpu", {})
     for c in s["contenders"].values():
         cpu = c["cpu"]

@@ -90,8 +90,9 @@ def _pid(path: Path) -> int:
 
 
 def stack_parts(settings: StackSettings) -> dict[str, tuple[int, bool]]:
-    """Root pid of every part of a running local stack (PostgreSQL with its backends)."""
-    parts = {name: (_pid(run_dir(settings) / f"{name}.pid"), False) for name in SERVICES}
+    """Root pid of every part of a running local stack, each counted with its children (PostgreSQL's
+    backends, the extractor's worker processes, the fetcher's WARC writer)."""
+    parts = {name: (_pid(run_dir(settings) / f"{name}.pid"), True) for name in SERVICES}
     postmaster = local_stack._postgres(settings).pid()  # the stack's own server, found as `trawl down` finds it
     broker = local_stack._broker(settings).pid()
     if postmaster is None or broker is None:
