@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from psycopg import AsyncConnection
 
+from libs.common.db.arrays import float8_array, int4_array, int8_array, text_array, timestamptz_array
 from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
 from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
@@ -303,14 +304,17 @@ class FrontierStore:
             planned = [plans.get(o.url_fp) if o.status == "fetched" else None for o in unique]
             cur = await conn.execute(
                 _APPLY_OUTCOMES,
-                {
-                    "fps": [o.url_fp for o in unique], "rids": [o.request_id for o in unique],
-                    "statuses": [o.status for o in unique], "ats": [o.fetched_at for o in unique],
-                    "https": [o.http_status for o in unique], "outcomes": [o.outcome for o in unique],
-                    "errors": [o.error[:2000] for o in unique], "nexts": [o.host_next_allowed_at for o in unique],
-                    "dues": [p.due if p else None for p in planned],
-                    "ps": [p.change_probability if p else None for p in planned],
-                    "gains": [p.freshness_gain if p else None for p in planned],
+                {  # arrays encoded at once (libs/common/db/arrays.py), not element by element
+                    "fps": int8_array([o.url_fp for o in unique]), "rids": text_array([o.request_id for o in unique]),
+                    "statuses": text_array([o.status for o in unique]),
+                    "ats": timestamptz_array([o.fetched_at for o in unique]),
+                    "https": int4_array([o.http_status for o in unique]),
+                    "outcomes": text_array([o.outcome for o in unique]),
+                    "errors": text_array([o.error[:2000] for o in unique]),
+                    "nexts": timestamptz_array([o.host_next_allowed_at for o in unique]),
+                    "dues": timestamptz_array([p.due if p else None for p in planned]),
+                    "ps": float8_array([p.change_probability if p else None for p in planned]),
+                    "gains": float8_array([p.freshness_gain if p else None for p in planned]),
                     "max": max_attempts, "base": retry_base, "now": self._clock.now(), "never": NEVER,
                     "w_importance": self._weights.importance, "w_freshness": self._weights.freshness,
                 },

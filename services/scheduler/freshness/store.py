@@ -14,13 +14,14 @@ together.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
 
+from libs.common.db.arrays import float8_array, int4_array, int8_array, text_array, timestamptz_array
 from libs.common.db.pool import Database
 from services.scheduler.freshness.keys import Route
 from services.scheduler.freshness.model import RateModel
@@ -121,6 +122,9 @@ _TYPES = {"url_fp": "bigint", "url": "text", "host": "text", "hub_key": "text", 
           "changes": "int", "span": "float8", "policy": "text", "reason": "text", "rate": "float8",
           "expected_items": "float8", "planned_at": "timestamptz", "generation": "bigint"}
 assert set(_TYPES) == set(_COLUMNS)
+# Each type's array, encoded at once (libs/common/db/arrays.py): 22 columns of a batch's pages.
+_ARRAYS: dict[str, Callable[[Any], Any]] = {"bigint": int8_array, "text": text_array, "int": int4_array,
+                                            "timestamptz": timestamptz_array, "float8": float8_array}
 
 
 def _column(states: Sequence[PageState], column: str) -> list[Any]:
@@ -158,8 +162,8 @@ async def save_page_states_unchanged(conn: Conn, states: Sequence[tuple[PageStat
     values = ", ".join(f"%({c})b::{_TYPES[c]}[]" for c in _COLUMNS)  # binary: arrays dump much faster
     names = ", ".join(_COLUMNS)
     updates = ", ".join(f"{c} = v.{c}" for c in _COLUMNS[1:])
-    params: dict[str, Any] = {c: _column(pages, c) for c in _COLUMNS}
-    params["seen"] = [seen for _, seen in rows]
+    params: dict[str, Any] = {c: _ARRAYS[_TYPES[c]](_column(pages, c)) for c in _COLUMNS}
+    params["seen"] = text_array([seen for _, seen in rows])
     cur = await conn.execute(
         f"WITH v AS (SELECT * FROM unnest({values}, %(seen)b::text[]) AS v({names}, seen)),"
         f" changed AS (UPDATE scheduler.freshness_pages p SET {updates} FROM v"
