@@ -213,8 +213,13 @@ _APPLY_OUTCOMES = (
 
 class FrontierStore:
     def __init__(self, db: Database, partitions: int, clock: SchedulerClock | None = None,
-                 revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None) -> None:
+                 revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None,
+                 queue_depth: int = 1) -> None:
+        if queue_depth < 1:
+            raise ValueError(f"a host's queue depth is at least 1, not {queue_depth}")
         self._db = db
+        self._queue_depth = queue_depth
+        self._select_and_take = host_heads.select_and_take(queue_depth)
         self._partitions = partitions
         self._clock = clock or SystemClock()
         self._revisits = revisits
@@ -332,8 +337,8 @@ class FrontierStore:
         """Takes the best queued URL of each free host, highest priority first, up to ``room``.
 
         A host is free when it has nothing in flight, or fewer requests than its slots and its
-        gap since the last start has passed; hosts in ``held`` (a crawl goal's sites the policy
-        holds back this round) are skipped.
+        gap since the last start has passed, or (one slot) fewer than the queue depth out; hosts
+        in ``held`` (a crawl goal's sites the policy holds back this round) are skipped.
         """
         if room <= 0 or not partitions:
             return []
@@ -346,8 +351,8 @@ class FrontierStore:
             )
             await host_heads.refresh_stale(conn, partitions)
             cur = await conn.execute(
-                host_heads.SELECT_AND_TAKE,
-                {"parts": list(partitions), "room": room, "held": list(held), "now": now},
+                self._select_and_take,
+                {"parts": list(partitions), "room": room, "held": list(held), "now": now, "depth": self._queue_depth},
             )
             # RETURNING follows the join plan, not best's ORDER BY: restore best first.
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))

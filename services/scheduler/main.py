@@ -53,7 +53,8 @@ async def build(env: Mapping[str, str]) -> Service:
     clock = clock_from(load_settings(ClockSettings, env))
     weights = load_settings(PriorityWeights, env)
     freshness = build_freshness(db, load_settings(FreshnessSettings, env), weights, clock)
-    store = FrontierStore(db, FETCH_REQUESTS.partitions, clock=clock, revisits=freshness.hook, weights=weights)
+    store = FrontierStore(db, FETCH_REQUESTS.partitions, clock=clock, revisits=freshness.hook, weights=weights,
+                          queue_depth=settings.host_queue_depth)
     producer = TopicProducer(kafka, "scheduler")
     sent = SentUrls(2 * settings.max_in_flight + settings.dispatch_batch)
     consumer = TopicConsumer(

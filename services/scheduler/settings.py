@@ -15,6 +15,13 @@ class SchedulerSettings:
         64,
         "Most fetch requests in flight over all hosts: what the fetchers can take (backpressure).",
     )
+    host_queue_depth: int = setting(
+        "TRAWL_SCHEDULER_HOST_QUEUE_DEPTH",
+        1,
+        "Requests of a host handed out at once: the one being fetched and those waiting their turn at the"
+        " fetcher, which keeps the host's politeness (one on the wire, the gap between). 2 lets the next request"
+        " start as soon as the gap has passed, not once the outcome has come back and a round has run.",
+    )
     dispatch_interval: float = setting(
         "TRAWL_SCHEDULER_DISPATCH_INTERVAL", 0.05, "Seconds between dispatch rounds when nothing was ready."
     )

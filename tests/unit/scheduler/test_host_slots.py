@@ -112,3 +112,34 @@ async def test_queued_urls_are_counted_per_first_path_segment(frontier: Frontier
     ]
     await frontier.add_urls([new(u) for u in urls])
     assert await frontier.queued_path_counts("big.example") == {"": 3, "news": 2, "sport": 1}
+
+
+async def test_a_queue_of_two_hands_out_a_hosts_next_request_before_the_outcome(scheduler_db: Database) -> None:
+    frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=2)
+    await frontier.add_urls([new(f"http://small.example/q{i}/") for i in range(4)] + [new("http://other.example/")])
+    first = await frontier.dispatch(100, ALL)
+    assert sorted(d.host for d in first) == ["other.example", "small.example"]  # one per host and round
+    (second,) = await frontier.dispatch(100, ALL)  # waits at the fetcher for the host's gap
+    assert second.host == "small.example"
+    assert (await host(scheduler_db, "small.example"))["in_flight"] == 2
+    assert await frontier.dispatch(100, ALL) == []  # the queue is full
+    sent = next(d for d in first if d.host == "small.example")
+    await frontier.apply_outcomes([ended(sent, "fetched", datetime.now(UTC) + timedelta(seconds=30))], 3, 60.0)
+    assert (await host(scheduler_db, "small.example"))["in_flight"] == 1
+    assert await frontier.dispatch(100, ALL) == []  # not before the fetcher's next allowed time
+    await backdate(scheduler_db, "small.example")
+    (third,) = await frontier.dispatch(100, ALL)
+    assert third.host == "small.example" and third.url_fp not in {sent.url_fp, second.url_fp}
+
+
+async def test_a_queue_depth_leaves_a_large_hosts_slots_as_they_are(scheduler_db: Database) -> None:
+    frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=3)
+    await frontier.set_host_slots(["big.example"], 2)
+    await frontier.add_urls([new(f"http://big.example/p{i}") for i in range(6)])
+    assert len(await frontier.dispatch(100, ALL)) == 1
+    assert await frontier.dispatch(100, ALL) == []  # its second slot waits for a known gap, as before
+
+
+def test_a_queue_depth_is_at_least_one(scheduler_db: Database) -> None:
+    with pytest.raises(ValueError):
+        FrontierStore(scheduler_db, len(ALL), queue_depth=0)
