@@ -79,6 +79,7 @@ async def build(env: Mapping[str, str]) -> Service:
         response_time_factor=settings.response_time_factor,
         max_backoff=settings.max_backoff,
         park_after_failures=settings.park_after_failures,
+        gap_margin=settings.gap_margin,
     )
     PARKED_HOSTS.set_function(lambda: len(politeness.parked_hosts()))
     keys = PolitenessKeys(http.resolve_address if settings.politeness_by_ip else None)

@@ -87,6 +87,7 @@ class HostPoliteness:
         max_in_flight_per_host: int = 1,
         max_wait: float = 600.0,
         max_hosts: int = 100_000,
+        gap_margin: float = 0.0,
     ) -> None:
         if max_in_flight_per_host < 1 or park_after_failures < 1:
             raise ValueError("max_in_flight_per_host and park_after_failures must be at least 1")
@@ -94,6 +95,7 @@ class HostPoliteness:
         self._min_delay = min_delay
         self._max_crawl_delay = max_crawl_delay
         self._response_time_factor = response_time_factor
+        self._gap_margin = max(0.0, gap_margin)
         self._max_backoff = max_backoff
         self._park_after = park_after_failures
         self._park_duration = park_duration
@@ -289,7 +291,7 @@ class HostPoliteness:
 
     def _gap(self, crawl_delay: float | None, response_seconds: float) -> float:
         robots = min(crawl_delay, self._max_crawl_delay) if crawl_delay is not None else 0.0
-        return max(self._min_delay, robots, self._response_time_factor * response_seconds)
+        return max(self._min_delay, robots, self._response_time_factor * response_seconds) + self._gap_margin
 
     def _state_for(self, key: str) -> HostState:
         state = self._hosts.get(key)

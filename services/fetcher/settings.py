@@ -42,6 +42,14 @@ class FetcherSettings:
     response_time_factor: float = setting(
         "TRAWL_FETCHER_RESPONSE_TIME_FACTOR", 10.0, "Gap is at least this many times the host's last response time."
     )
+    gap_margin: float = setting(
+        "TRAWL_FETCHER_GAP_MARGIN",
+        0.0,
+        "Seconds added to every gap between two requests to a host. A server times a request's end when its"
+        " process gets to it, which on a busy machine can be tens of milliseconds after the bytes left: a"
+        " margin keeps the gap a server measures at least the gap, when the next request starts the moment"
+        " the gap has passed (as a request waiting at the fetcher does, see TRAWL_SCHEDULER_HOST_QUEUE_DEPTH).",
+    )
     max_backoff: float = setting("TRAWL_FETCHER_MAX_BACKOFF", 600.0, "Longest backoff after repeated errors (s).")
     park_after_failures: int = setting(
         "TRAWL_FETCHER_PARK_AFTER_FAILURES", 10, "Consecutive failures after which a host is parked."

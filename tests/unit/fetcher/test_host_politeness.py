@@ -76,6 +76,18 @@ async def test_gap_is_max_of_min_delay_crawl_delay_and_response_time() -> None:
     assert seventh.start - sixth.end == pytest.approx(20.0)
 
 
+async def test_a_gap_margin_is_added_to_every_gap() -> None:
+    clock = FakeClock()
+    politeness = make(clock, min_delay=2.0, response_time_factor=10.0, gap_margin=0.05)
+    first = await visit(politeness, clock, "a.test", duration=0.1)
+    second = await visit(politeness, clock, "a.test", duration=0.5)  # waits min_delay + margin
+    third = await visit(politeness, clock, "a.test", duration=0.1)  # waits 10 x 0.5 + margin
+    fourth = await visit(politeness, clock, "a.test", duration=0.1, crawl_delay=3.0)
+    assert second.start - first.end == pytest.approx(2.05)
+    assert third.start - second.end == pytest.approx(5.05)
+    assert fourth.start - third.end == pytest.approx(3.05)
+
+
 async def test_concurrent_callers_keep_the_gap_and_one_request_in_flight() -> None:
     clock = FakeClock()
     politeness = make(clock, min_delay=3.0, response_time_factor=0.0)
