@@ -36,11 +36,6 @@ DEMO_ENV = {
     # Requests handed out and not yet answered: besides the fetcher's 100 on the wire, those on their
     # way through the broker, waiting for a host's turn, or whose outcome is on its way back.
     "TRAWL_SCHEDULER_MAX_IN_FLIGHT": "300",
-    # A host's next request waits at the fetcher for the host's gap, not for a round trip of its outcome.
-    "TRAWL_SCHEDULER_HOST_QUEUE_DEPTH": "2",
-    # Such a request starts the moment the gap has passed: 30 ms more, so that the simulated web's
-    # request log (its process stamps a response's end when it next runs) never shows less.
-    "TRAWL_FETCHER_GAP_MARGIN": "0.03",
     # The machine's two cores for the costliest stage, extraction (docs/benchmarks.md, "End to end").
     "TRAWL_EXTRACTOR_PROCESSES": "2",
     "TRAWL_SCHEDULER_RETRY_BASE_SECONDS": "2",
