@@ -115,8 +115,6 @@ def select_and_take(queue_depth: int = 1) -> str:
     )
 
 
-SELECT_AND_TAKE = select_and_take()
-
 
 async def refresh_stale(conn: AsyncConnection[Any], partitions: Sequence[int]) -> None:
     """Recomputes the heads of the hosts of ``partitions`` whose queued URLs changed since."""
