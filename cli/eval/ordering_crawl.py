@@ -4,7 +4,8 @@ Every policy sees only what a crawler would: the seeds, then the out-links of th
 crawled. ``omniscient`` alone also knows the true PageRank of the pages discovered so far
 and always takes the highest (the practical upper bound). ``aopic`` and ``opic`` run the
 importance service's own classes (``Shard`` over ``OpicEngine``, with the service's
-settings for AOPIC) and a frontier that, like the scheduler's, orders the URLs by
+settings for AOPIC, replays included: each crawl is followed by the replays it earns,
+as the service makes them after each consumed batch) and a frontier that, like the scheduler's, orders the URLs by
 ``crawl_priority`` of the cash last announced for them (ties by key, as the scheduler's
 ``ORDER BY priority DESC, url_fp``); with ``partitions`` > 1 the URLs are split between
 shards by the same hash as the service's partitions, and transfers arrive at once.
@@ -81,6 +82,7 @@ class ImportanceCrawl:
         targets, keys, labels, owner = self.graph.out[node], self.keys, self.graph.labels, self.owner
         shard.visit(keys[node], labels[node], [keys[t] for t in targets], [labels[t] for t in targets],
                     [owner[t] for t in targets], at)
+        shard.replay(at)  # the replays the crawl earned, as the service makes them after each batch
         for dest, out in shard.take_outgoing().items():
             self.shards[dest].receive(out.keys, out.urls, out.cash)
         announced = []

@@ -21,13 +21,22 @@ Sliding window (a changing graph): with S the time since the page's last visit a
 window, a visit sets H = C * T / S if T < S, else H = H * (T - S) / T + C; then C = 0.
 A page's first visit adds C to H.
 
+Replays: a crawled page keeps the followed out-links of its last crawl (fingerprints and the
+partition owning each). Replaying it is an OPIC visit without a fetch: its cash goes to
+its history through the window, as at a crawl, and the caller shares it over those
+out-links and the virtual page (``Shard.replay``). OPIC's estimates converge as every
+page's cash keeps being passed on; a crawl passes it on once per fetch, replays between
+fetches pass it on without asking the web again (``docs/evaluation.md`` has the figures).
+
 Importance X(i) = (H(i) + C(i)) / (|H| + total cash), where |H| is the history of all
 partitions, estimated as ``partitions`` times this partition's (URLs are spread evenly
 by their hash), and the total cash is ``partitions`` times the partition's initial
 share; 1 / |H| is OPIC's convergence indicator.
 
 State lives in flat typed arrays indexed by a dense slot number (about 70 bytes per URL
-plus the key index); ``dirty`` holds the slots changed since the state was last saved.
+plus the key index), every page's URL in one byte string, and the out-links of crawled
+pages as one byte string each; ``dirty`` holds the slots changed since the state was last
+saved, ``links_dirty`` the crawled pages whose out-links changed since.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from __future__ import annotations
 import heapq
 import math
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from services.importance.discovery import DiscoveryWeights, UrlKind
@@ -60,6 +69,8 @@ class OpicConfig:
     """An uncrawled home or index page is announced again once its cash grew by this factor."""
     announce_min_change: float = 0.0
     """A touched page is announced only if its cash moved by more than this share since it last was."""
+    replays_per_visit: float = 0.0
+    """Replays of crawled pages (most cash first) per crawl applied; 0: cash moves only at crawls."""
     partitions: int = 1
 
     def __post_init__(self) -> None:
@@ -67,8 +78,8 @@ class OpicConfig:
             raise ValueError("virtual_share and virtual_to_all must be within [0, 1]")
         if self.window_seconds <= 0 or self.announce_growth <= 0 or self.partitions < 1:
             raise ValueError("window_seconds and announce_growth must be > 0, partitions >= 1")
-        if self.announce_min_change < 0:
-            raise ValueError("announce_min_change must be >= 0")
+        if self.announce_min_change < 0 or self.replays_per_visit < 0:
+            raise ValueError("announce_min_change and replays_per_visit must be >= 0")
 
 
 @dataclass
@@ -113,6 +124,14 @@ class OpicEngine:
         self.host_sized = array("q")
         self.site_pages: dict[int, list[int]] = {}
         self.site_urls: dict[int, str] = {}
+        self.url_text = bytearray()
+        self.url_end = array("q")
+        """Every page's URL: ``url_text[url_end[s - 1]:url_end[s]]`` (UTF-8; empty when not known)."""
+        self.links: dict[int, bytes] = {}
+        """Crawled page -> its followed out-links at its last crawl: n fingerprints (int64), then n owners (uint16)."""
+        self.links_dirty: set[int] = set()
+        self.rows_saved = 0
+        """Slots below this are saved with their URLs (the state codec writes URLs of new rows only)."""
         self.dirty: set[int] = set()
         self._rounding = 0.5 * config.weights.smallest
         """Below this, ``weight_new`` is rounding left over: no uncrawled page has a weight."""
@@ -153,6 +172,8 @@ class OpicEngine:
         self.host.append(hid)
         self.flags.append(kind & KIND_MASK)
         self.shown.append(-1.0)
+        self.url_text += url.encode("utf-8")
+        self.url_end.append(len(self.url_text))
         size = self.host_size[hid] = self.host_size[hid] + 1
         w = self.config.weights.weight(kind, size)
         self.weight.append(w)
@@ -180,6 +201,27 @@ class OpicEngine:
             t.weight_new += w - self.weight[s]
             self.weight[s] = w
             self._arm(s)
+
+    def url(self, s: int) -> str:
+        """The page's normalised URL ("" if the state never had it: saved before URLs were kept)."""
+        end = self.url_end[s]
+        return self.url_text[self.url_end[s - 1] if s else 0 : end].decode("utf-8") or self.site_urls.get(s, "")
+
+    def keep_links(self, s: int, keys: Sequence[int], owners: Sequence[int]) -> None:
+        """Remembers the followed out-links of the page's crawl (replayed until its next crawl)."""
+        self.links[s] = array("q", keys).tobytes() + array("H", owners).tobytes()
+        self.links_dirty.add(s)
+
+    def kept_links(self, s: int) -> tuple[array[int], array[int]] | None:
+        """The out-links kept for the page (fingerprints, owners), or None if it has none kept."""
+        raw = self.links.get(s)
+        if raw is None:
+            return None
+        n = len(raw) // 10
+        keys, owners = array("q"), array("H")
+        keys.frombytes(raw[: 8 * n])
+        owners.frombytes(raw[8 * n :])
+        return keys, owners
 
     def crawled(self, s: int) -> bool:
         return bool(self.flags[s] & CRAWLED)
@@ -215,19 +257,31 @@ class OpicEngine:
             self.weight[s] = 0.0
             t.crawled += 1
             self._watch_at.pop(s, None)
+        self._to_history(s, c, at, first=self.visits[s] == 0)
+        self.visits[s] += 1
+        return c
+
+    def replay(self, s: int, at: float) -> float:
+        """Replays a crawled page at time ``at``: its cash goes to history as at a crawl; returns that cash.
+
+        Not counted in ``visits`` (crawls); ``last_visit`` is the last time its cash went to history.
+        """
+        c = self.settle(s)
+        self._to_history(s, c, at, first=False)
+        return c
+
+    def _to_history(self, s: int, c: float, at: float, first: bool) -> None:
         old = self.history[s]
         window = self.config.window_seconds
-        if self.visits[s] == 0 or window == math.inf:  # no window: the history is the sum of all visits
+        if first or window == math.inf:  # no window: the history is the sum of all visits
             new = old + c
         else:
             span = max(0.0, at - self.last_visit[s])
             new = c * window / span if window < span else old * (window - span) / window + c
         self.history[s] = new
-        t.history += new - old
+        self.totals.history += new - old
         self.cash[s] = 0.0
-        self.visits[s] += 1
         self.last_visit[s] = at
-        return c
 
     def give(self, s: int, amount: float) -> None:
         self.cash[s] += amount

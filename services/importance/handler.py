@@ -8,6 +8,10 @@ batch delivered again changes nothing. A batch is applied record by record, in o
 then committed as a whole; if anything fails before the commit, the partitions it
 touched are dropped from memory and loaded again on the retry.
 
+After the records, each partition the batch touched replays as many of its crawled pages as
+its crawls earned (``Shard.replay``): the replays' transfers and state changes are committed
+with the batch, so a batch applied again after a crash replays again from the same state.
+
 Automatic garbage collection is paused while a batch is applied: the batch allocates
 hundreds of thousands of short-lived objects (decoded links, lists, messages) and no
 reference cycles, and the collector's passes over them cost several per cent of the CPU
@@ -106,6 +110,8 @@ class ImportanceHandler:
             if touched:
                 states = list(touched.values())
                 now_ms = int(time.time() * 1000)
+                for state in states:
+                    state.shard.replay(now_ms / 1000.0)
                 await owned.announce(states, now_ms)
                 await owned.commit(states, now_ms)
         except BaseException:

@@ -67,6 +67,12 @@ class ImportanceSettings:
         " (its first announcement, and its visit, always are): fewer importance updates for pages that"
         " collect many small shares.",
     )
+    replays_per_visit: float = setting(
+        "TRAWL_IMPORTANCE_REPLAYS_PER_VISIT", 4.0,
+        "Replays per crawled page applied: crawled pages (most cash first) pass their cash on again over the"
+        " out-links of their last crawl, without a fetch, so the estimates converge between fetches"
+        " (0: cash moves only when a page is crawled; each replay keeps the page's out-links in the state).",
+    )
     batch_size: int = setting(
         "TRAWL_IMPORTANCE_BATCH_SIZE", 5000,
         "Records consumed and committed together: larger batches mean fewer, larger changelog writes.",
@@ -90,5 +96,6 @@ class ImportanceSettings:
             weights=DiscoveryWeights(self.home_weight, self.index_weight, self.site_size_exponent, self.page_weight),
             announce_growth=self.announce_growth,
             announce_min_change=self.announce_min_change,
+            replays_per_visit=self.replays_per_visit,
             partitions=partitions,
         )

@@ -15,12 +15,21 @@ or announced.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from prometheus_client import Counter
+
 from services.importance.discovery import UrlKind, url_host_of_normalized, url_kind
 from services.importance.engine import CRAWLED, KIND_MASK, OpicEngine
+
+REPLAYS = Counter("trawl_importance_replays_total", "Crawled pages replayed: cash passed on over kept out-links.")
+UNKNOWN_TARGETS = Counter(
+    "trawl_importance_replay_unknown_targets_total",
+    "Replayed shares for pages their partition did not know (their cash kept, the page not announced).",
+)
 
 
 class Announcement(NamedTuple):
@@ -56,6 +65,11 @@ class Shard:
         self._sources: list[Sequence[str]] = []
         self._visited: set[int] = set()
         """Slots visited since the last announcements: always announced."""
+        self._credit = 0.0
+        """Replays earned by crawls and not made yet."""
+        self._heap: list[tuple[float, int]] = []
+        """(-cash, slot) of crawled pages with kept out-links, possibly out of date (see ``replay``)."""
+        self._heap_stale = True
 
     def page(self, key: int, url: str) -> int:
         """The slot of the page, added (discovered) if new."""
@@ -68,14 +82,77 @@ class Shard:
               at: float) -> None:
         """Applies a crawl of a page whose followed out-links are the targets (distinct, not the page itself).
 
-        ``owners`` gives the partition of each target; ``at`` is the crawl time in seconds.
+        ``owners`` gives the partition of each target; ``at`` is the crawl time in seconds. With
+        replays on, the out-links are kept for them and the crawl earns ``replays_per_visit`` replays.
         """
         engine = self.engine
         s = self.page(key, url)
         cash = engine.visit(s, at)
-        touched = self._touched
-        touched[s] = url
+        self._touched[s] = url
         self._visited.add(s)
+        replays = engine.config.replays_per_visit
+        if replays:
+            engine.keep_links(s, target_keys, owners)
+            self._credit += replays
+        self._share(cash, target_keys, target_urls, owners)
+
+    def replay(self, at: float) -> int:
+        """Replays as many crawled pages as the crawls applied since earned, most cash first; returns how many.
+
+        A replay is a visit without a fetch (``OpicEngine.replay``) over the out-links kept from the
+        page's last crawl. Pages are taken from a max-heap of cash that is brought up to date lazily:
+        every touched crawled page is pushed with its cash, and an entry whose page holds less cash
+        than it recorded is pushed again with the current amount instead of being replayed.
+        """
+        engine = self.engine
+        links = engine.links
+        heap = self._heap
+        if self._heap_stale or len(heap) > 4 * len(links) + 10_000:
+            heap[:] = [(-c, s) for s in links if (c := engine.effective_cash(s)) > 0.0]
+            heapq.heapify(heap)
+            self._heap_stale = False
+        else:
+            for s in self._touched:
+                if s in links:
+                    heapq.heappush(heap, (-engine.effective_cash(s), s))
+        done = 0
+        budget = int(self._credit)
+        while done < budget and heap:
+            recorded, s = heapq.heappop(heap)
+            cash = engine.effective_cash(s)
+            if cash <= 0.0:
+                continue
+            if cash < -recorded * (1.0 - 1e-9):
+                heapq.heappush(heap, (-cash, s))
+                continue
+            kept = engine.kept_links(s)
+            if kept is None:
+                continue
+            keys, owners = kept
+            cash = engine.replay(s, at)
+            self._touched.setdefault(s, "")
+            self._visited.add(s)  # its cash was passed on: announced whatever the change
+            self._share(cash, keys, None, owners)
+            here = self.partition
+            for tkey, part in zip(keys, owners, strict=True):
+                if part == here:
+                    st = engine.slots.get(tkey)
+                    if st is not None and st in links:
+                        heapq.heappush(heap, (-engine.effective_cash(st), st))
+            done += 1
+        self._credit = 0.0 if not heap else self._credit - done
+        REPLAYS.inc(done)
+        return done
+
+    def _share(self, cash: float, target_keys: Sequence[int], target_urls: Sequence[str] | None,
+               owners: Sequence[int]) -> None:
+        """Shares a visited page's cash over its targets and the virtual page.
+
+        ``target_urls`` None (a replay): the targets are known pages; shares for other partitions
+        travel without URLs, their owners have them.
+        """
+        engine = self.engine
+        touched = self._touched
         n = len(target_keys)
         if n == 0:
             engine.to_virtual(cash)
@@ -87,10 +164,15 @@ class Shard:
         here = self.partition
         slots, balances, dirty, outgoing = engine.slots, engine.cash, engine.dirty, self.outgoing
         sent = 0
-        for tkey, turl, part in zip(target_keys, target_urls, owners, strict=True):
+        urls = target_urls if target_urls is not None else [""] * n
+        for tkey, turl, part in zip(target_keys, urls, owners, strict=True):
             if part == here:
                 st = slots.get(tkey)
                 if st is None:
+                    if target_urls is None:  # a kept link to a page this partition does not know
+                        UNKNOWN_TARGETS.inc()
+                        virtual += share
+                        continue
                     st = engine.add(tkey, url_host_of_normalized(turl), url_kind(turl), turl)
                 balances[st] += share
                 dirty.add(st)
@@ -131,6 +213,8 @@ class Shard:
                 s = get(key)
                 if s is None:
                     url = urls[i]
+                    if not url:  # a replayed share for a page this partition does not know: kept, not announced
+                        UNKNOWN_TARGETS.inc()
                     s = engine.add(key, url_host_of_normalized(url), url_kind(url), url)
                 slots[i] = s
                 start = i
@@ -178,5 +262,9 @@ class Shard:
                 engine.announced(s)
             h = history[s]
             url = ref if isinstance(ref, str) else sources[ref >> 32][ref & 0xFFFFFFFF]
+            if not url:  # touched by a replay: the URL is in the state
+                url = engine.url(s)
+                if not url:
+                    continue
             out.append(Announcement(keys[s], url, hosts[host_of[s]], cash, h, (h + cash) / denominator))
         return out

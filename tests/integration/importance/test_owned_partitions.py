@@ -30,6 +30,7 @@ from services.importance.engine import OpicEngine
 from services.importance.handler import ImportanceHandler
 from services.importance.keys import fingerprint, owner
 from services.importance.owned_partitions import OwnedPartitions
+from services.importance.shard import REPLAYS
 from tests.integration.importance.importance_web import (
     MIGRATIONS,
     PARTITIONS,
@@ -237,3 +238,28 @@ async def test_importance_updates_carry_each_touched_pages_cash_keyed_by_host(en
             assert update.cash == pytest.approx(engine.effective_cash(s), rel=1e-12, abs=1e-15)
         else:  # the virtual page's dividends keep growing after the last announcement
             assert update.cash <= engine.effective_cash(s) * (1 + 1e-12)
+
+
+async def test_replays_are_committed_with_their_batch_and_their_links_survive_a_restart(env: Env) -> None:
+    order = crawl_order()[:40]
+    before = REPLAYS._value.get()
+    _, handler = env.make()
+    await env.crawl(handler, order)
+    assert REPLAYS._value.get() > before  # the crawls earned replays, and crawled pages had cash to pass on
+    store = CashStore(env.db, PARTITIONS, TOTAL)
+    engines = {p: (await store.load(p, lambda: OpicEngine(SETTINGS.opic_config(PARTITIONS), TOTAL / PARTITIONS)))
+               .engine for p in range(PARTITIONS)}
+    for node in order:  # a restarted instance has each crawled page's URL and followed out-links to replay
+        url = WEB.urls[node]
+        engine = engines[owner(fingerprint(url), PARTITIONS)]
+        s = engine.slot(fingerprint(url))
+        assert s is not None and engine.url(s) == url
+        kept = engine.kept_links(s)
+        assert kept is not None
+        keys, owners_kept = kept
+        assert sorted(keys) == sorted({fingerprint(WEB.urls[t]) for t in WEB.out_links[node] if t != node})
+        assert list(owners_kept) == [owner(k, PARTITIONS) for k in keys]
+    result = await audit(env.db)
+    assert_conserved(result.total)
+    assert result.in_flight == pytest.approx(0.0, abs=1e-9)
+    assert result.visits == len(order)  # replays are not counted as crawls

@@ -79,3 +79,75 @@ def test_announcements_cover_touched_pages_and_home_pages_whose_cash_doubled() -
     engine.totals.initial += 70.0
     engine.distribute()  # 170: doubled since it was announced at 80
     assert [a.url for a in shard.announcements()] == ["http://a.example/"]
+
+
+def replaying_pair(replays: float) -> tuple[Shard, Shard]:
+    config = OpicConfig(weights=UNIFORM, virtual_share=0.2, partitions=2, replays_per_visit=replays)
+    return Shard(0, OpicEngine(config, 50.0)), Shard(1, OpicEngine(config, 50.0))
+
+
+def deliver(source: Shard, destination: Shard) -> None:
+    for dest, out in source.take_outgoing().items():
+        assert dest == destination.partition
+        destination.receive(out.keys, out.urls, out.cash)
+
+
+def test_a_replay_passes_the_cash_received_since_the_crawl_over_the_kept_out_links() -> None:
+    here, there = replaying_pair(1.0)
+    a, b, c, d = "http://a.example/a", "http://a.example/b", "http://b.example/c", "http://a.example/d"
+    here.page(1, a)
+    here.page(9, d)  # never crawled: the virtual page's cash goes to it
+    here.engine.distribute()  # 25 each
+    here.visit(1, a, [2, 3], [b, c], [0, 1], 1.0)  # 10 to b here, 10 to c there, 5 to the virtual page
+    deliver(here, there)
+    here.announcements()
+    # the crawl of 1 earned one replay, but 1 holds no cash yet (b is not crawled: it has no kept links)
+    assert here.replay(2.0) == 0
+    here.receive([1], [a], [8.0])  # an in-link of page 1 passes it 8 credits
+    here.visit(2, b, [], [], [], 3.0)  # b crawled: earns one more replay, its cash goes to the virtual page
+    assert here.replay(4.0) == 1  # page 1 is replayed: its 8 go to b (3.2), c (3.2) and the virtual page (1.6)
+    engine = here.engine
+    assert engine.effective_cash(engine.slots[1]) == 0.0
+    assert engine.history[engine.slots[1]] == pytest.approx(33.0)
+    assert engine.effective_cash(engine.slots[2]) == pytest.approx(3.2)
+    assert engine.visits[engine.slots[1]] == 1  # a replay is not a crawl
+    out = here.take_outgoing()[1]
+    assert (out.keys, out.urls, out.cash) == ([3], [""], [pytest.approx(3.2)])  # the owner knows c's URL
+    there.receive(out.keys, out.urls, out.cash)
+    assert {x.url: x.cash for x in there.announcements()} == {c: pytest.approx(13.2)}
+    assert {x.url for x in here.announcements()} >= {a}  # a replayed page is announced like a visited one
+    assert math.isclose(here.engine.accounted(), here.engine.expected(), rel_tol=1e-12)
+    assert math.isclose(here.engine.accounted() + there.engine.accounted(), 108.0, rel_tol=1e-12)  # 8 came in
+
+
+def test_replays_take_the_crawled_pages_with_the_most_cash_and_no_more_than_earned() -> None:
+    here, _ = replaying_pair(1.5)
+    urls = {k: f"http://a.example/{k}" for k in range(1, 6)}
+    for k in (1, 2, 3):
+        here.visit(k, urls[k], [4, 5], [urls[4], urls[5]], [0, 0], float(k))  # three crawls earn 4.5 replays
+    here.take_outgoing()
+    here.announcements()
+    here.receive([1, 2, 3], [urls[1], urls[2], urls[3]], [1.0, 5.0, 3.0])
+    histories = {k: here.engine.history[here.engine.slots[k]] for k in (1, 2, 3)}
+    assert here.replay(10.0) == 3  # every crawled page with cash, most first; the rest of the budget waits
+    after = {k: here.engine.history[here.engine.slots[k]] - histories[k] for k in (1, 2, 3)}
+    assert after == {1: pytest.approx(1.0), 2: pytest.approx(5.0), 3: pytest.approx(3.0)}
+    assert here.engine.last_visit[here.engine.slots[2]] == 10.0
+    # the cash is passed on: nothing left to replay, and the unspent budget is dropped, not hoarded
+    assert here.replay(11.0) == 0
+    here.receive([2], [urls[2]], [1.0])
+    assert here.replay(12.0) == 0
+
+
+def test_no_replays_without_the_setting_and_no_links_kept() -> None:
+    here, _ = replaying_pair(0.0)
+    here.visit(1, "http://a.example/1", [2], ["http://a.example/2"], [0], 1.0)
+    here.receive([1], ["http://a.example/1"], [5.0])
+    assert here.replay(2.0) == 0 and here.engine.links == {}
+
+
+def test_a_replayed_share_for_an_unknown_page_keeps_its_cash() -> None:
+    _, there = replaying_pair(1.0)
+    there.receive([7], [""], [2.5])  # a share without URL for a page partition 1 never saw
+    assert there.engine.effective_cash(there.engine.slots[7]) == pytest.approx(2.5)
+    assert there.announcements() == []  # no URL to announce it with

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import struct
+
+import pytest
+
 from services.importance.discovery import DiscoveryWeights
 from services.importance.engine import OpicConfig, OpicEngine
 from services.importance.shard import Shard
-from services.importance.state_codec import apply_rows, encode_delta, encode_snapshot, finish_load
+from services.importance.state_codec import CorruptState, apply_rows, encode_delta, encode_snapshot, finish_load
 
-CONFIG = OpicConfig(weights=DiscoveryWeights(16.0, 4.0, 1.0), window_seconds=50.0)
+CONFIG = OpicConfig(weights=DiscoveryWeights(16.0, 4.0, 1.0), window_seconds=50.0, replays_per_visit=2.0)
 COLUMNS = ("keys", "cash", "history", "mark_new", "mark_all", "weight", "last_visit", "visits", "host", "flags")
 
 
@@ -21,6 +25,7 @@ def crawl_some(shard: Shard, start: int, count: int) -> None:
         targets = [t for t in ((page * 7 + k * 13) % 90 for k in range(5)) if t != page]
         targets = list(dict.fromkeys(targets))
         shard.visit(page, url(page), targets, [url(t) for t in targets], [0] * len(targets), float(page))
+        shard.replay(float(page))
         shard.announcements()
 
 
@@ -28,6 +33,8 @@ def same(a: OpicEngine, b: OpicEngine) -> None:
     for name in COLUMNS:
         assert list(getattr(a, name)) == list(getattr(b, name)), name
     assert a.slots == b.slots and a.hosts == b.hosts and a.site_urls == b.site_urls
+    assert [a.url(s) for s in range(len(a))] == [b.url(s) for s in range(len(b))]
+    assert a.links == b.links
     assert list(a.host_size) == list(b.host_size)
     def uncrawled(e: OpicEngine) -> dict[int, list[int]]:
         return {h: sorted(s for s in v if not e.crawled(s)) for h, v in e.site_pages.items()}
@@ -41,7 +48,9 @@ def test_snapshot_then_deltas_rebuild_the_engine() -> None:
     shard = Shard(0, live)
     crawl_some(shard, 0, 40)
     snapshot = encode_snapshot(live)
-    live.dirty.clear()
+    live.dirty.clear()  # as after the commit the snapshot follows
+    live.links_dirty.clear()
+    live.rows_saved = len(live)
     hosts_saved = len(live.hosts)
     deltas = []
     for start in (40, 55, 70):
@@ -87,3 +96,53 @@ def test_an_empty_engine_round_trips() -> None:
         apply_rows(loaded, chunk)
     finish_load(loaded)
     assert len(loaded) == 0
+
+
+def test_urls_and_kept_links_survive_a_reload() -> None:
+    live = OpicEngine(CONFIG, 100.0)
+    crawl_some(Shard(0, live), 0, 30)
+    assert live.links and all(live.url(s) for s in range(len(live)))
+    loaded = OpicEngine(CONFIG, 100.0)
+    for chunk in encode_snapshot(live):
+        apply_rows(loaded, chunk)
+    loaded.totals = live.totals
+    finish_load(loaded)
+    assert loaded.url(live.slots[3]) == url(3)
+    kept = loaded.kept_links(live.slots[3])
+    assert kept is not None and list(kept[0]) == list(dict.fromkeys(t for t in ((3 * 7 + k * 13) % 90
+                                                                                  for k in range(5)) if t != 3))
+
+
+def first_format(blob: bytes) -> bytes:
+    """``blob`` as the first state format wrote it: the same sections up to the home/index URLs."""
+    _, rows, _, _, url_count = struct.unpack_from("<4sIIII", blob)
+    at = 20 + 8 * rows * 10 + rows + 8 * url_count
+    (host_len,) = struct.unpack_from("<I", blob, at)
+    at += 4 + host_len
+    (url_len,) = struct.unpack_from("<I", blob, at)
+    return b"OPC1" + blob[4 : at + 4 + url_len]
+
+
+def test_a_state_of_the_first_format_still_loads() -> None:
+    live = OpicEngine(CONFIG, 100.0)
+    crawl_some(Shard(0, live), 0, 30)
+    loaded = OpicEngine(CONFIG, 100.0)
+    for chunk in encode_snapshot(live):
+        apply_rows(loaded, first_format(chunk))
+    loaded.totals = live.totals
+    finish_load(loaded)
+    for name in COLUMNS:
+        assert list(getattr(live, name)) == list(getattr(loaded, name)), name
+    assert loaded.links == {}
+    home = live.slots[0]
+    assert loaded.url(home) == url(0) and loaded.url(live.slots[1]) == ""  # home pages keep theirs
+    assert loaded.kept_links(live.slots[5]) is None  # replayed again once crawled again
+    assert loaded.accounted() == live.accounted()
+
+
+def test_a_corrupt_link_section_is_refused() -> None:
+    live = OpicEngine(CONFIG, 100.0)
+    crawl_some(Shard(0, live), 0, 10)
+    blob = encode_snapshot(live)[0]
+    with pytest.raises(CorruptState):
+        apply_rows(OpicEngine(CONFIG, 100.0), blob[:-3])
