@@ -29,6 +29,7 @@ one Python object per URL in a dict, and the size of its snapshot in PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import multiprocessing
 import shutil
@@ -79,6 +80,10 @@ MIGRATIONS = REPO / "services" / "importance" / "migrations"
 PARTITIONS = PAGE_LINKS.partitions
 FETCHED_AT_MS = 1_700_000_000_000
 CPU_PER_LINK: dict[bool, list[float]] = {True: [], False: []}
+REPLAYED: list[int] = []
+"""Per service-path run: the shares replays passed over kept out-links (counted as link transfers)."""
+KEPT_LINKS = 12
+"""Followed out-links kept per crawled page in the memory figure (the generated webs' mean is about 12)."""
 """CPU seconds per link transfer of the service processes (all instances), per run, by message form."""
 
 
@@ -158,6 +163,7 @@ class ReplicaJob:
     batch: int
     followed_lists: bool = True
     warm: bool = False
+    replays: float | None = None
 
 
 def replica(job: ReplicaJob, ready: Any, start: Any, shared: Any, results: Any) -> None:
@@ -165,7 +171,7 @@ def replica(job: ReplicaJob, ready: Any, start: Any, shared: Any, results: Any) 
     results.put((job.index, asyncio.run(_replica(job, ready, start, shared))))
 
 
-async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tuple[float, float]:
+async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tuple[float, float, int]:
     mine = {p for p in range(PARTITIONS) if p % job.replicas == job.index}
     raw = [r for r in build_workload(job.pages, job.seed, job.followed_lists).records if r[0] in mine]
     kafka = KafkaSettings(bootstrap=job.bootstrap, topic_prefix=job.prefix)
@@ -174,6 +180,8 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
     producer = TopicProducer(kafka, f"bench-importance-{job.index}")
     await producer.start()
     settings = ImportanceSettings()
+    if job.replays is not None:
+        settings = dataclasses.replace(settings, replays_per_visit=job.replays)
     owned = OwnedPartitions(CashStore(db, PARTITIONS, settings.total_cash), producer,
                             settings.opic_config(PARTITIONS), kafka.topic(CASH_TRANSFERS.name),
                             kafka.topic(IMPORTANCE_UPDATES.name), snapshot_idle=3600.0)
@@ -219,7 +227,8 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
             received = sum(shared[3 * i + 1] for i in range(job.replicas))
             if left == 0 and abs(sent - received) <= 1e-9 * max(1.0, sent):
                 # every page applied, every share sent applied
-                return time.perf_counter() - started, time.process_time() - cpu
+                replayed = sum(s.shard.replayed_links for s in owned.states.values())
+                return time.perf_counter() - started, time.process_time() - cpu, replayed
     finally:
         feed.close()
         if owned._task is not None:
@@ -229,8 +238,12 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
 
 
 async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: int, batch: int, replicas: int,
-                       transfers: int, run: int, followed_lists: bool = True, warm: bool = False) -> float:
-    """Link transfers per second of ``replicas`` instances of the service's path (see module doc)."""
+                       transfers: int, run: int, followed_lists: bool = True, warm: bool = False,
+                       replays: float | None = None) -> float:
+    """Link transfers per second of ``replicas`` instances of the service's path (see module doc).
+
+    The shares the instances' replays pass over kept out-links count as link transfers too.
+    """
     with fresh_database(server, f"bench_importance_{run}") as dsn:
         apply_migrations(dsn, "importance", MIGRATIONS)
         prefix = f"bench{uuid.uuid4().hex[:8]}."
@@ -246,7 +259,8 @@ async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: 
         for i in range(replicas):
             shared[3 * i + 2] = 1.0
         procs = [context.Process(target=replica, args=(ReplicaJob(i, replicas, dsn, bootstrap, prefix, pages, seed,
-                                                                  batch, followed_lists, warm), ready, start, shared,
+                                                                  batch, followed_lists, warm, replays), ready, start,
+                                                        shared,
                                                         results))
                  for i in range(replicas)]
         for proc in procs:
@@ -261,8 +275,10 @@ async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: 
                 proc.join(timeout=30)
                 if proc.is_alive():
                     proc.kill()
-    CPU_PER_LINK[followed_lists].append(sum(cpu for _, cpu in done) / transfers)
-    return float(transfers / max(elapsed for elapsed, _ in done))
+    total = transfers + sum(replayed for _, _, replayed in done)
+    REPLAYED.append(total - transfers)
+    CPU_PER_LINK[followed_lists].append(sum(cpu for _, cpu, _ in done) / total)
+    return float(total / max(elapsed for elapsed, _, _ in done))
 
 
 async def row_store(server: LocalPostgres, bootstrap: str, workload: Workload, batch: int, run: int) -> float:
@@ -304,19 +320,29 @@ class PageObject:
 
 
 def memory_per_url(count: int) -> dict[str, float]:
-    """Bytes per URL: the engine, one object per URL in a dict, and the engine's snapshot."""
+    """Bytes per URL: the engine (URLs included), one object per URL in a dict, the snapshot; kept out-links.
+
+    ``kept_links`` is the memory of the out-links kept for replays, per crawled page with
+    ``KEPT_LINKS`` of them (measured over every tenth page crawled).
+    """
     hosts = [f"site-{i:05d}.example" for i in range(max(1, count // 100))]
 
     def url(i: int) -> str:
+        if i < len(hosts):
+            return f"http://{hosts[i]}/"
         return f"http://{hosts[i % len(hosts)]}/section-{i % 7}/page-{i}.html"
 
     gc.collect()
     tracemalloc.start()
     engine = OpicEngine(ImportanceSettings().opic_config(PARTITIONS), 100.0)
     for i in range(count):
-        kind = UrlKind.HOME if i < len(hosts) else UrlKind.PAGE
-        engine.add(fingerprint(url(i)), hosts[i % len(hosts)], kind, f"http://{hosts[i]}/" if kind == 0 else "")
+        engine.add(fingerprint(url(i)), hosts[i % len(hosts)], UrlKind.HOME if i < len(hosts) else UrlKind.PAGE, url(i))
     engine_bytes = tracemalloc.get_traced_memory()[0]
+    crawled = range(0, count, 10)
+    for s in crawled:
+        targets = [engine.keys[(s + 7919 * k) % count] for k in range(1, KEPT_LINKS + 1)]
+        engine.keep_links(s, targets, owners(targets, PARTITIONS))
+    links_bytes = tracemalloc.get_traced_memory()[0] - engine_bytes
     tracemalloc.stop()
     snapshot_bytes = sum(len(c) for c in encode_snapshot(engine))
     del engine
@@ -327,7 +353,8 @@ def memory_per_url(count: int) -> dict[str, float]:
     object_bytes = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     del objects
-    return {"engine": engine_bytes / count, "objects": object_bytes / count, "snapshot": snapshot_bytes / count}
+    return {"engine": engine_bytes / count, "objects": object_bytes / count, "snapshot": snapshot_bytes / count,
+            "kept_links": links_bytes / max(1, len(crawled))}
 
 
 async def main_async(argv: list[str]) -> None:
@@ -339,6 +366,9 @@ async def main_async(argv: list[str]) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--memory-urls", type=int, default=1_000_000, help="URLs for the memory figure (0: skip).")
     parser.add_argument("--no-baseline", action="store_true", help="Measure the service path only.")
+    parser.add_argument("--replays", type=float, default=None,
+                        help="Replays per crawl applied (default: TRAWL_IMPORTANCE_REPLAYS_PER_VISIT's default);"
+                             " their shares count as link transfers.")
     parser.add_argument("--baseline", choices=("rowstore", "links"), default="rowstore",
                         help="rowstore: one PostgreSQL row per URL; links: the service path on page-links messages"
                              " without the followed lists (the links read one Link object at a time).")
@@ -356,7 +386,7 @@ async def main_async(argv: list[str]) -> None:
 
             async def contender() -> float:
                 return await service_path(server, broker.bootstrap, args.pages, args.seed, args.batch, args.replicas,
-                                          workload.transfers, next(runs), warm=args.warm)
+                                          workload.transfers, next(runs), warm=args.warm, replays=args.replays)
 
             async def baseline() -> float:
                 if args.no_baseline:
@@ -364,7 +394,7 @@ async def main_async(argv: list[str]) -> None:
                 if args.baseline == "links":
                     return await service_path(server, broker.bootstrap, args.pages, args.seed, args.batch,
                                               args.replicas, workload.transfers, next(runs), followed_lists=False,
-                                              warm=args.warm)
+                                              warm=args.warm, replays=args.replays)
                 return await row_store(server, broker.bootstrap, workload, args.batch, next(runs))
 
             name = f"service path, {args.replicas} instance(s): partitions in memory + changelog"
@@ -376,6 +406,10 @@ async def main_async(argv: list[str]) -> None:
     memory = memory_per_url(args.memory_urls) if args.memory_urls else {}
     notes = [f"{workload.pages:,} pages, {workload.transfers:,} link transfers, batches of {args.batch:,} records",
              "durable PostgreSQL (fsync on)" if not args.fast else "PostgreSQL with fsync off"]
+    if REPLAYED:
+        replays = ImportanceSettings().replays_per_visit if args.replays is None else args.replays
+        notes.append(f"replays per crawl {replays:g}: their shares over kept out-links, counted as link transfers"
+                     f" of the service path: {', '.join(f'{r:,}' for r in REPLAYED)} per run")
     for lists, label in ((True, "with the followed lists"), (False, "links read one by one")):
         if CPU_PER_LINK[lists]:
             notes.append(f"service processes' CPU per link transfer, {label}: median"
@@ -385,7 +419,8 @@ async def main_async(argv: list[str]) -> None:
         notes.append(
             f"memory per URL at {args.memory_urls:,} URLs: engine {memory['engine']:.0f} B,"
             f" one object per URL {memory['objects']:.0f} B; snapshot {memory['snapshot']:.0f} B per URL"
-            f" = {memory['engine'] * 1e6 / 2**20:.0f} MiB per million URLs in memory"
+            f" = {memory['engine'] * 1e6 / 2**20:.0f} MiB per million URLs in memory (URLs included);"
+            f" out-links kept for replays {memory['kept_links']:.0f} B per crawled page with {KEPT_LINKS} links"
         )
     report(Comparison("importance_transfers", "link transfers/s", a, b,
                       {"pages": workload.pages, "transfers": workload.transfers, "batch": args.batch,

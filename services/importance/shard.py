@@ -70,6 +70,8 @@ class Shard:
         self._heap: list[tuple[float, int]] = []
         """(-cash, slot) of crawled pages with kept out-links, possibly out of date (see ``replay``)."""
         self._heap_stale = True
+        self.replayed_links = 0
+        """Shares replays passed over kept out-links (link transfers), since the shard was made."""
 
     def page(self, key: int, url: str) -> int:
         """The slot of the page, added (discovered) if new."""
@@ -133,6 +135,7 @@ class Shard:
             self._touched.setdefault(s, "")
             self._visited.add(s)  # its cash was passed on: announced whatever the change
             self._share(cash, keys, None, owners)
+            self.replayed_links += len(keys)
             here = self.partition
             for tkey, part in zip(keys, owners, strict=True):
                 if part == here:
