@@ -10,6 +10,7 @@ PageRank first). After 10%, 20%, 30% and 50% of the graph's pages are crawled it
 the share of the total PageRank (damping 0.85) each policy captured and its ratio to
 omniscient's, and the Spearman correlation between AOPIC's importance estimates and
 PageRank over the pages crawled, at each mark and once every reachable page was crawled.
+AOPIC replays crawled pages as the service does (``TRAWL_IMPORTANCE_REPLAYS_PER_VISIT``).
 With ``--continuous`` AOPIC also crawls as OPIC's greedy policy does when it never stops:
 the page with the most cash next, fetched before or not, until every reachable page was
 fetched once; it reports how many fetches that took and the Spearman correlation then.
@@ -20,6 +21,7 @@ object's keys are documented in ``docs/evaluation.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -91,7 +93,9 @@ def run_continuous(graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSett
     Stops there, or after ``max_fetches`` times the graph's nodes, or when no page has cash left.
     The PageRank shares at the marks count the distinct pages fetched, the first fetch of each.
     """
-    crawl = ImportanceCrawl(graph, settings.opic_config(partitions), partitions)
+    # OPIC's own policy: every visit is a fetch (no replays between them)
+    crawl = ImportanceCrawl(graph, dataclasses.replace(settings.opic_config(partitions), replays_per_visit=0.0),
+                            partitions)
     reachable = graph.reachable()
     limit = max(1, math.floor(max_fetches * graph.size))
     checkpoints = [max(1, round(mark * graph.size)) for mark in MARKS]
@@ -168,7 +172,7 @@ def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: 
             "home_weight": settings.home_weight, "index_weight": settings.index_weight,
             "page_weight": settings.page_weight,
             "site_size_exponent": settings.site_size_exponent, "announce_growth": settings.announce_growth,
-            "announce_min_change": settings.announce_min_change,
+            "announce_min_change": settings.announce_min_change, "replays_per_visit": settings.replays_per_visit,
         },
     }
 
