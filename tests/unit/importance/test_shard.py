@@ -8,7 +8,7 @@ import pytest
 
 from services.importance.discovery import UNIFORM, DiscoveryWeights
 from services.importance.engine import OpicConfig, OpicEngine
-from services.importance.shard import Shard
+from services.importance.shard import Shard, replay_priority
 
 
 def test_shares_for_pages_of_other_partitions_leave_as_outgoing_transfers() -> None:
@@ -120,7 +120,7 @@ def test_a_replay_passes_the_cash_received_since_the_crawl_over_the_kept_out_lin
     assert math.isclose(here.engine.accounted() + there.engine.accounted(), 108.0, rel_tol=1e-12)  # 8 came in
 
 
-def test_replays_take_the_crawled_pages_with_the_most_cash_and_no_more_than_earned() -> None:
+def test_replays_take_every_crawled_page_with_cash_and_no_more_than_earned() -> None:
     here, _ = replaying_pair(1.5)
     urls = {k: f"http://a.example/{k}" for k in range(1, 6)}
     for k in (1, 2, 3):
@@ -151,3 +151,20 @@ def test_a_replayed_share_for_an_unknown_page_keeps_its_cash() -> None:
     there.receive([7], [""], [2.5])  # a share without URL for a page partition 1 never saw
     assert there.engine.effective_cash(there.engine.slots[7]) == pytest.approx(2.5)
     assert there.announcements() == []  # no URL to announce it with
+
+
+def test_a_replay_takes_the_page_with_the_largest_cash_for_its_size_first() -> None:
+    here, _ = replaying_pair(0.5)
+    big, small, other = "http://a.example/big", "http://a.example/small", "http://a.example/x"
+    here.page(1, big)
+    here.engine.distribute()  # all 50 on the only page
+    here.visit(1, big, [3], [other], [0], 1.0)  # history 50
+    here.visit(2, small, [3], [other], [0], 2.0)  # history 0: two crawls earned one replay
+    here.announcements()
+    here.receive([1, 2], [big, small], [4.0, 1.0])
+    engine = here.engine
+    assert replay_priority(engine, engine.slots[1]) == pytest.approx(4.0 / math.sqrt(54.0))
+    assert replay_priority(engine, engine.slots[2]) == pytest.approx(1.0)
+    assert here.replay(3.0) == 1
+    # the small page's 1 credit is all it ever received: it goes before the 4 of a page that holds 54
+    assert engine.effective_cash(engine.slots[2]) == 0.0 and engine.effective_cash(engine.slots[1]) == 4.0
