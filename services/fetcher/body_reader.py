@@ -109,11 +109,16 @@ class _Zlib:
         return out, bool(self._inflater.unconsumed_tail)
 
 
+_IDENTITY = _Identity()  # holds no state: one for every body sent without a content coding
+
+
 def _decoder(content_encoding: str) -> _Decoder | None:
+    if not content_encoding:  # no Content-Encoding header: most responses
+        return _IDENTITY
     codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
     codings = [c for c in codings if c != "identity"]
     if not codings:
-        return _Identity()
+        return _IDENTITY
     if len(codings) == 1 and codings[0] in ("gzip", "x-gzip"):
         return _Zlib(gzip=True)
     if len(codings) == 1 and codings[0] == "deflate":
@@ -160,9 +165,8 @@ class BodyReader:
         cap = self._limits.max_body_bytes
         size = min(self._limits.chunk_size, cap + 1)
         decoder = _decoder(self._encoding)
-        unknown = f"{ERROR_UNDECODABLE_BODY}:{self._encoding[:40]}"
         raw = self.raw
-        if isinstance(decoder, _Identity):  # no coding: the body is the bytes as received, kept once
+        if decoder is _IDENTITY:  # no coding: the body is the bytes as received, kept once
             first = await stream.read(size)
             if len(first) <= cap and (not first or stream.at_eof()):
                 return Body(first, first, False)  # the whole body in one read (most pages): no copies
@@ -175,6 +179,7 @@ class BodyReader:
                 raw += chunk
             body = bytes(raw[:cap])
             return Body(body, body, True)
+        unknown = f"{ERROR_UNDECODABLE_BODY}:{self._encoding[:40]}"
         decoded = bytearray()
         while True:
             chunk = await stream.read(size)

@@ -256,8 +256,7 @@ class HttpFetcher:
         if not is_fetchable_url(current):
             return _failure(url, url, ERROR_INVALID_URL, [], 0.0)
         current_text = str(current)
-        chain: list[str] = []
-        visited = {current_text}
+        chain: list[str] = []  # the URLs that answered with a redirect, in order: also what a loop would revisit
         budget = self._total_timeout
         elapsed = 0.0
         loop = asyncio.get_running_loop()
@@ -271,8 +270,8 @@ class HttpFetcher:
             hop = hop_or_error
             if hop.error:
                 return _failure(url, current_text, hop.error, chain, elapsed)
-            location = _header(hop.headers, "location")
-            if hop.status not in REDIRECT_STATUSES or location is None:
+            # the Location header is looked for only in redirects (most responses are not)
+            if hop.status not in REDIRECT_STATUSES or (location := _header(hop.headers, "location")) is None:
                 return HttpResponse(
                     url=url,
                     final_url=current_text,
@@ -294,7 +293,7 @@ class HttpFetcher:
                 detail = _clip(location)
                 return _failure(url, current_text, f"{ERROR_INVALID_REDIRECT}:{detail}", chain, elapsed)
             target_text = str(target)
-            if target_text in visited:
+            if target_text in chain:
                 return _failure(url, current_text, ERROR_REDIRECT_LOOP, chain, elapsed)
             if len(chain) > limit:
                 return _failure(url, current_text, ERROR_TOO_MANY_REDIRECTS, chain, elapsed)
@@ -304,7 +303,6 @@ class HttpFetcher:
             if allow is not None and not await allow(target_text):
                 error = f"{ERROR_DISALLOWED_REDIRECT}:{target_text}"
                 return _failure(url, current_text, error, chain, elapsed)
-            visited.add(target_text)
             current, current_text = target, target_text
 
     async def _request(self, session: aiohttp.ClientSession, url: URL, budget: float, accept_all: bool) -> _Hop | str:
@@ -358,17 +356,18 @@ class HttpFetcher:
 
     async def _read(self, response: aiohttp.ClientResponse, accept_all: bool, started: float,
                     deadline: Deadline) -> _Hop:
-        headers = list(response.headers.items())
-        content_type = media_type(response.headers.get("Content-Type"))
-        retry_header = response.headers.get("Retry-After")
+        received = response.headers
+        headers = list(received.items())
+        content_type = media_type(received.get("Content-Type"))
+        retry_header = received.get("Retry-After")
         retry_after = (
             None if retry_header is None
-            else parse_retry_after(retry_header, response.headers.get("Date"), self._wall_clock())
+            else parse_retry_after(retry_header, received.get("Date"), self._wall_clock())
         )
         body = Body(b"", b"", False)
         cut = "length"
         if accept_all or self.accepts(content_type):
-            reader = BodyReader(response.headers.get("Content-Encoding", ""), self._limits)
+            reader = BodyReader(received.get("Content-Encoding", ""), self._limits)
             try:
                 body = await reader.read(response.content, deadline)
             except BaseException as exc:  # cancelled by the total timeout or a handoff: still archived

@@ -151,6 +151,21 @@ async def test_redirect_loop_is_detected(serve, make_fetcher) -> None:
     assert response.redirect_chain == [server.url("/ping"), server.url("/pong")]
 
 
+async def test_a_redirect_to_itself_is_a_loop_at_once(serve, make_fetcher) -> None:
+    app = web.Application()
+
+    async def again(request: web.Request) -> web.Response:
+        raise web.HTTPMovedPermanently("/again")
+
+    app.router.add_get("/again", again)
+    server = await serve(app)
+    fetcher = await make_fetcher(max_redirects=10)
+    response = await fetcher.fetch(server.url("/again"))
+    assert response.error == "redirect_loop"
+    assert server.paths() == ["/again"]
+    assert response.redirect_chain == [server.url("/again")]
+
+
 async def test_too_many_redirects(serve, make_fetcher) -> None:
     app = web.Application()
 
