@@ -63,6 +63,8 @@ class HostState:
 class HostSlot:
     """The right to send one request to ``host``; report the outcome with :meth:`record`."""
 
+    __slots__ = ("_cut", "_guarded", "_owner", "_state", "crawl_delay", "granted_at", "host", "recorded", "waited")
+
     def __init__(
         self,
         owner: HostPoliteness,

@@ -16,8 +16,7 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -72,19 +71,6 @@ ExchangeObserver = Callable[[HttpExchange], Awaitable[None]]
 def is_fetchable_url(url: URL) -> bool:
     """Whether ``url`` is an absolute http(s) URL with a host."""
     return url.scheme in ("http", "https") and bool(url.raw_host)
-
-
-@dataclass(slots=True)  # not frozen: made for every fetch, and a frozen one costs twice as much to make
-class _Hop:
-    """One request/response exchange, before redirect handling."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-    truncated: bool
-    content_type: str
-    retry_after: float | None
-    error: str = ""
 
 
 def _blocked_only(verdict: str | None) -> str | None:
@@ -272,18 +258,8 @@ class HttpFetcher:
                 return _failure(url, current_text, hop.error, chain, elapsed)
             # the Location header is looked for only in redirects (most responses are not)
             if hop.status not in REDIRECT_STATUSES or (location := _header(hop.headers, "location")) is None:
-                return HttpResponse(
-                    url=url,
-                    final_url=current_text,
-                    status=hop.status,
-                    headers=hop.headers,
-                    body=hop.body,
-                    truncated=hop.truncated,
-                    elapsed=elapsed,
-                    redirect_chain=chain,
-                    content_type=hop.content_type,
-                    retry_after=hop.retry_after,
-                )
+                hop.url, hop.final_url, hop.elapsed, hop.redirect_chain = url, current_text, elapsed, chain
+                return hop
             chain.append(current_text)
             try:
                 target = current.join(URL(location.strip())).with_fragment(None)
@@ -305,8 +281,9 @@ class HttpFetcher:
                 return _failure(url, current_text, error, chain, elapsed)
             current, current_text = target, target_text
 
-    async def _request(self, session: aiohttp.ClientSession, url: URL, budget: float, accept_all: bool) -> _Hop | str:
-        """One GET of ``url`` within ``budget`` seconds: a hop, or an error code."""
+    async def _request(self, session: aiohttp.ClientSession, url: URL, budget: float,
+                       accept_all: bool) -> HttpResponse | str:
+        """One GET of ``url`` within ``budget`` seconds: its response as :meth:`_read` makes it, or an error code."""
         if budget <= 0:
             return ERROR_TIMEOUT
         if session.closed:
@@ -355,7 +332,9 @@ class HttpFetcher:
             deadline.close()
 
     async def _read(self, response: aiohttp.ClientResponse, accept_all: bool, started: float,
-                    deadline: Deadline) -> _Hop:
+                    deadline: Deadline) -> HttpResponse:
+        """The response of one hop: what :meth:`fetch` returns once it has filled in the URLs, the time and the
+        redirect chain (a body error is in ``error``, the status still set: :meth:`fetch` makes it a failure)."""
         received = response.headers
         headers = list(received.items())
         content_type = media_type(received.get("Content-Type"))
@@ -380,7 +359,8 @@ class HttpFetcher:
             response.close()  # drop the connection instead of draining an unread body
         if self._observer is not None:
             await self._observe(response, started, body.raw, cut)
-        return _Hop(response.status, headers, body.decoded, body.truncated, content_type, retry_after, body.error)
+        return HttpResponse("", "", response.status, headers, body.decoded, body.truncated, 0.0, (), body.error,
+                            content_type, retry_after)
 
     async def _observe(self, response: aiohttp.ClientResponse, started: float, raw: bytes, truncated: str) -> None:
         if self._observer is None:
@@ -409,7 +389,7 @@ class HttpFetcher:
             logger.exception("exchange observer failed for %s", exchange.url)
 
 
-def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+def _header(headers: Sequence[tuple[str, str]], name: str) -> str | None:
     for key, value in headers:
         if key.lower() == name:
             return value

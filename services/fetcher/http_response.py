@@ -90,7 +90,7 @@ class HttpResponse:
     @property
     def is_network_error(self) -> bool:
         """Whether the server could not be reached or did not give a usable answer."""
-        return self.error_code in NETWORK_ERROR_PREFIXES
+        return bool(self.error) and self.error_code in NETWORK_ERROR_PREFIXES
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
