@@ -87,7 +87,7 @@ class Deadlines:
     def watch(self, seconds: float) -> Deadline:
         """A deadline ``seconds`` from now for the current task; :meth:`Deadline.close` it when done."""
         loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
+        task = asyncio.current_task(loop)
         if task is None:
             raise RuntimeError("a deadline needs a task")
         deadline = Deadline(self._watched, task, loop.time() + seconds)

@@ -294,7 +294,7 @@ class HttpFetcher:
                 refusal = await self._guard.check(url.raw_host or "")
             if refusal is not None:
                 return refusal
-        sent_at = self._wall_clock()
+        sent_at = self._wall_clock() if self._observer is not None else 0.0  # what the archive records
         deadline = self._deadlines.watch(budget)
         try:
             async with session.get(url, allow_redirects=False, proxy=self._proxy) as response:
@@ -343,7 +343,6 @@ class HttpFetcher:
             None if retry_header is None
             else parse_retry_after(retry_header, received.get("Date"), self._wall_clock())
         )
-        body = Body(b"", b"", False)
         cut = "length"
         if accept_all or self.accepts(content_type):
             reader = BodyReader(received.get("Content-Encoding", ""), self._limits)
@@ -355,6 +354,8 @@ class HttpFetcher:
                     await self._observe(response, started, bytes(reader.raw), cut)
                 raise
             cut = "time" if body.error == ERROR_SLOW_BODY else "length" if body.truncated else ""
+        else:
+            body = Body(b"", b"", False)
         if body.truncated or body.error or not response.content.at_eof():
             response.close()  # drop the connection instead of draining an unread body
         if self._observer is not None:
