@@ -80,6 +80,8 @@ MIGRATIONS = REPO / "services" / "importance" / "migrations"
 PARTITIONS = PAGE_LINKS.partitions
 FETCHED_AT_MS = 1_700_000_000_000
 CPU_PER_LINK: dict[bool, list[float]] = {True: [], False: []}
+SLOTS = 4
+"""Per instance in the shared array: cash sent, cash received, pages left, and whether it last saw all settled."""
 REPLAYED: list[int] = []
 """Per service-path run: the shares replays passed over kept out-links (counted as link transfers)."""
 KEPT_LINKS = 12
@@ -213,22 +215,26 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
             if batch:
                 await handler(batch)
             states = owned.states.values()
-            base = 3 * job.index
+            base = SLOTS * job.index
             shared[base] = sum(s.engine.totals.sent for s in states)
             shared[base + 1] = sum(s.engine.totals.received for s in states)
             shared[base + 2] = float(len(raw))
             if batch:
+                shared[base + 3] = 0.0
                 continue
             # pages left first: an instance publishes them after what it sent, so once its pages read
             # as done, its sent cash read next includes its last visits' (read the other way round, an
             # instance could stop before the other's last transfers to it arrived, and the other wait forever)
-            left = sum(shared[3 * i + 2] for i in range(job.replicas))
-            sent = sum(shared[3 * i] for i in range(job.replicas))
-            received = sum(shared[3 * i + 1] for i in range(job.replicas))
-            if left == 0 and abs(sent - received) <= 1e-9 * max(1.0, sent):
-                # every page applied, every share sent applied
+            left = sum(shared[SLOTS * i + 2] for i in range(job.replicas))
+            sent = sum(shared[SLOTS * i] for i in range(job.replicas))
+            received = sum(shared[SLOTS * i + 1] for i in range(job.replicas))
+            balanced = left == 0 and abs(sent - received) <= 1e-9 * max(1.0, sent)
+            # every page applied, every share sent applied, as seen by every instance: none stops while
+            # another may still send it something (a replay earned earlier runs when cash arrives)
+            if balanced and all(shared[SLOTS * i + 3] for i in range(job.replicas)):
                 replayed = sum(s.shard.replayed_links for s in owned.states.values())
                 return time.perf_counter() - started, time.process_time() - cpu, replayed
+            shared[base + 3] = 1.0 if balanced else 0.0
     finally:
         feed.close()
         if owned._task is not None:
@@ -255,9 +261,9 @@ async def service_path(server: LocalPostgres, bootstrap: str, pages: int, seed: 
         await db.stop()
         context = multiprocessing.get_context("spawn")
         ready, results, start = context.Queue(), context.Queue(), context.Event()
-        shared = context.Array("d", 3 * replicas, lock=False)
+        shared = context.Array("d", SLOTS * replicas, lock=False)
         for i in range(replicas):
-            shared[3 * i + 2] = 1.0
+            shared[SLOTS * i + 2] = 1.0
         procs = [context.Process(target=replica, args=(ReplicaJob(i, replicas, dsn, bootstrap, prefix, pages, seed,
                                                                   batch, followed_lists, warm, replays), ready, start,
                                                         shared,
