@@ -117,7 +117,9 @@ class Shard:
         """Replays as many crawled pages as the crawls applied since earned, highest priority first; returns how many.
 
         A replay is a visit without a fetch (``OpicEngine.replay``) over the out-links kept from the
-        page's last crawl. Pages are taken from a max-heap of ``replay_priority`` that is brought up
+        page's last crawl. Unlike a crawl it is not announced whatever the change: the scheduler
+        keeps the cash last announced for the page (what it received since its crawl, announced as
+        it grew), which weighs its refetch; a replay moves that cash on in the computation only. Pages are taken from a max-heap of ``replay_priority`` that is brought up
         to date lazily: every crawled page that received cash is pushed with its priority (here, or at
         the announcements that follow a change), and an entry whose page's priority fell below what it
         recorded is pushed again with the current one instead of being replayed.
@@ -147,8 +149,7 @@ class Shard:
                 continue
             keys, owners = kept
             cash = engine.replay(s, at)
-            self._touched.setdefault(s, "")
-            self._visited.add(s)  # its cash was passed on: announced whatever the change
+            self._touched.setdefault(s, "")  # announced by the usual rule (a drop to 0 is not, see the docstring)
             self._share(cash, keys, None, owners)
             self.replayed_links += len(keys)
             self._note_changed()  # its targets here may be next
