@@ -224,7 +224,7 @@ def test_importance_of_a_partition_scales_its_history_to_all_partitions() -> Non
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["visit", "visit", "visit", "discover", "send", "receive"]),
+        st.sampled_from(["visit", "visit", "visit", "discover", "send", "receive", "replay"]),
         st.integers(0, 40),
         st.lists(st.integers(0, 60), max_size=6),
         st.floats(0.0, 1000.0),
@@ -240,10 +240,13 @@ OPS = st.lists(
     share=st.sampled_from([0.0, 0.15, 1.0]),
     window=st.sampled_from([math.inf, 5.0]),
     weights=st.sampled_from([UNIFORM, DiscoveryWeights(64.0, 8.0, 1.0), DiscoveryWeights(64.0, 8.0, 1.0, page=0.0)]),
+    replays=st.sampled_from([0.0, 1.0, 4.0]),
 )
 def test_cash_is_conserved_through_any_sequence(ops: list[tuple[str, int, list[int], float]], to_all: float,
-                                                share: float, window: float, weights: DiscoveryWeights) -> None:
-    config = OpicConfig(virtual_share=share, virtual_to_all=to_all, window_seconds=window, weights=weights)
+                                                share: float, window: float, weights: DiscoveryWeights,
+                                                replays: float) -> None:
+    config = OpicConfig(virtual_share=share, virtual_to_all=to_all, window_seconds=window, weights=weights,
+                        replays_per_visit=replays)
     e = OpicEngine(config, 100.0)
     shard = Shard(0, e)
     kinds = ["/", "/s/", "/p.html"]
@@ -265,6 +268,10 @@ def test_cash_is_conserved_through_any_sequence(ops: list[tuple[str, int, list[i
             e.settle(s)
             e.give(s, -amount)
             e.send(amount)
+        elif op == "replay":  # crawled pages pass their cash on again over their kept out-links
+            shard.replay(at)
+            shard.take_outgoing()
+            shard.announcements()
         else:
             shard.receive([page], [url(page)], [at / 100])
         e.distribute()
