@@ -114,14 +114,16 @@ class Shard:
         self._share(cash, target_keys, target_urls, owners)
 
     def replay(self, at: float) -> int:
-        """Replays as many crawled pages as the crawls applied since earned, highest priority first; returns how many.
+        """Replays as many crawled pages as the crawls since earned, highest priority first; returns how many.
 
         A replay is a visit without a fetch (``OpicEngine.replay``) over the out-links kept from the
         page's last crawl. Unlike a crawl it is not announced whatever the change: the scheduler
         keeps the cash last announced for the page (what it received since its crawl, announced as
-        it grew), which weighs its refetch; a replay moves that cash on in the computation only. Pages are taken from a max-heap of ``replay_priority`` that is brought up
-        to date lazily: every crawled page that received cash is pushed with its priority (here, or at
-        the announcements that follow a change), and an entry whose page's priority fell below what it
+        it grew), which weighs its refetch; a replay moves that cash on in the computation only.
+
+        Pages are taken from a max-heap of ``replay_priority`` that is brought up to date lazily:
+        every crawled page that received cash is pushed with its priority (here, or at the
+        announcements that follow a change), and an entry whose page's priority fell below what it
         recorded is pushed again with the current one instead of being replayed.
         """
         engine = self.engine
