@@ -70,7 +70,7 @@ class OpicConfig:
     announce_min_change: float = 0.0
     """A touched page is announced only if its cash moved by more than this share since it last was."""
     replays_per_visit: float = 0.0
-    """Replays of crawled pages (most cash first) per crawl applied; 0: cash moves only at crawls."""
+    """Replays of crawled pages (``Shard.replay``) per crawl applied; 0: cash moves only at crawls."""
     partitions: int = 1
 
     def __post_init__(self) -> None:
