@@ -81,7 +81,7 @@ class Shard:
         self._credit = 0.0
         """Replays earned by crawls and not made yet."""
         self._heap: list[tuple[float, int]] = []
-        """(-cash, slot) of crawled pages with kept out-links, possibly out of date (see ``replay``)."""
+        """(-replay priority, slot) of crawled pages with kept out-links, possibly out of date (see ``replay``)."""
         self._heap_stale = True
         self._changed: set[int] = set()
         """Pages that received cash since the replay heap was last brought up to date (with replays on)."""
