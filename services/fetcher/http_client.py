@@ -360,8 +360,9 @@ class HttpFetcher:
             response.close()  # drop the connection instead of draining an unread body
         if self._observer is not None:
             await self._observe(response, started, body.raw, cut)
-        return HttpResponse("", "", response.status, headers, body.decoded, body.truncated, 0.0, (), body.error,
-                            content_type, retry_after)
+        return HttpResponse(url="", final_url="", status=response.status, headers=headers, body=body.decoded,
+                            truncated=body.truncated, error=body.error, content_type=content_type,
+                            retry_after=retry_after)
 
     async def _observe(self, response: aiohttp.ClientResponse, started: float, raw: bytes, truncated: str) -> None:
         if self._observer is None:
