@@ -7,6 +7,10 @@ shingles. A line shorter than ``w`` words (a heading, a list item, a caption) is
 into the next line, so runs of short lines are shingled as if they were one paragraph.
 A document with fewer than ``w`` words in all has one shingle: all its words.
 
+A shingle's hash is MurmurHash3 x64-128 (seed 0, first 64 bits) of its words joined by
+single spaces, UTF-8 encoded. All tokens are joined once into one such string, so every
+shingle is a slice of it: the same bytes, without building a string per shingle.
+
 The set of distinct shingle hashes (unsigned 64-bit) is what resemblance is defined on:
 r(A, B) = |S(A) & S(B)| / |S(A) | S(B)|.
 """
@@ -14,6 +18,7 @@ r(A, B) = |S(A) & S(B)| / |S(A) | S(B)|.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import mmh3
 import numpy as np
@@ -21,6 +26,13 @@ import numpy.typing as npt
 
 DEFAULT_WIDTH = 11
 _TOKEN = re.compile(r"\w+")
+_SPACE = ord(" ")
+# The ASCII characters ``str.splitlines`` breaks lines at.
+_ASCII_LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e"
+# In ASCII text ``\w`` is [0-9A-Za-z_]: every other character (line breaks aside) separates tokens as a space does.
+_ASCII_SEPARATORS = str.maketrans({
+    char: " " for char in map(chr, range(128)) if not (char.isalnum() or char == "_" or char in _ASCII_LINE_BREAKS)
+})
 
 ShingleSet = npt.NDArray[np.uint64]
 
@@ -30,39 +42,64 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
+def _line_tokens(text: str) -> Iterable[list[str]]:
+    """``tokens(line)`` for every line of ``text``; ASCII text skips the regular expression."""
+    if text.isascii():
+        return (line.split() for line in text.lower().translate(_ASCII_SEPARATORS).splitlines())
+    return (tokens(line) for line in text.splitlines())
+
+
+def _token_runs(text: str, width: int) -> tuple[list[str], list[int]]:
+    """All tokens in order, and where each block (see :func:`blocks`) ends in that list."""
+    words: list[str] = []
+    ends: list[int] = []
+    carried = 0
+    for found in _line_tokens(text):
+        if not found:
+            continue
+        words += found
+        carried += len(found)
+        if carried >= width:
+            ends.append(len(words))
+            carried = 0
+    if carried:
+        if ends and carried < width:
+            ends[-1] = len(words)  # a short last line belongs to the paragraph before it
+        else:
+            ends.append(len(words))
+    return words, ends
+
+
 def blocks(text: str, width: int) -> list[list[str]]:
     """The token runs shingles are taken from: paragraphs, short ones merged into the next."""
-    out: list[list[str]] = []
-    carry: list[str] = []
-    for line in text.splitlines():
-        words = tokens(line)
-        if not words:
-            continue
-        carry.extend(words)
-        if len(carry) >= width:
-            out.append(carry)
-            carry = []
-    if carry:
-        if out and len(carry) < width:
-            out[-1].extend(carry)  # a short last line belongs to the paragraph before it
-        else:
-            out.append(carry)
-    return out
+    words, ends = _token_runs(text, width)
+    return [words[start:end] for start, end in zip([0, *ends], ends, strict=False)]
 
 
 def shingle_hashes(text: str, width: int = DEFAULT_WIDTH) -> ShingleSet:
     """The distinct MurmurHash3 (x64, first 64 bits) values of the document's ``width``-word shingles."""
     if width < 1:
         raise ValueError("the shingle width must be at least 1")
-    hashes: list[int] = []
-    hash64 = mmh3.hash64
-    for words in blocks(text, width):
-        if len(words) <= width:
-            hashes.append(hash64(" ".join(words), seed=0, signed=False)[0])
-            continue
-        for start in range(len(words) - width + 1):
-            hashes.append(hash64(" ".join(words[start : start + width]), seed=0, signed=False)[0])
-    return np.unique(np.array(hashes, dtype=np.uint64))
+    words, ends = _token_runs(text, width)
+    if not words:
+        return np.empty(0, dtype=np.uint64)
+    data = " ".join(words).encode()
+    # starts[i]: where token i begins in ``data``; starts[len(words)] is one past the end (after a virtual space).
+    starts = np.empty(len(words) + 1, dtype=np.intp)
+    starts[0], starts[-1] = 0, len(data) + 1
+    starts[1:-1] = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _SPACE) + 1
+    # Shingle k covers tokens firsts[k] .. lasts[k] - 1: every window of a block, or the whole of a short block.
+    block_ends = np.array(ends, dtype=np.intp)
+    block_starts = np.concatenate(([0], block_ends[:-1]))
+    counts = np.maximum(block_ends - block_starts - (width - 1), 1)
+    firsts = np.repeat(block_starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    lasts = np.minimum(firsts + width, np.repeat(block_ends, counts))
+    digest = mmh3.mmh3_x64_128_digest  # 16 bytes: the two 64-bit halves, little-endian
+    digests = b"".join([digest(data[a:b]) for a, b in zip(starts[firsts].tolist(), (starts[lasts] - 1).tolist(),
+                                                           strict=True)])
+    hashes = np.sort(np.frombuffer(digests, dtype="<u8")[::2]).astype(np.uint64, copy=False)
+    distinct: ShingleSet = hashes[np.concatenate(([True], hashes[1:] != hashes[:-1]))]
+    return distinct
 
 
 def resemblance(a: ShingleSet, b: ShingleSet) -> float:
