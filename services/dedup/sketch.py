@@ -29,6 +29,10 @@ Signature = npt.NDArray[np.uint32]
 
 COEFFICIENT_SEED = 20020611  # fixed forever: stored signatures depend on it
 _EMPTY_SLOT = np.uint32(0xFFFFFFFF)
+_SIGNATURE_CHUNK = 2048  # shingles per step: a 128 x 2048 temporary of 2 MiB at most
+_SIMHASH_TALLY_FROM = 64  # from this many shingles, counting byte values beats unpacking every bit
+_BYTE_POSITION_OFFSETS = np.arange(8, dtype=np.intp) * 256
+_BITS_OF_BYTE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.intp)
 
 
 @dataclass(frozen=True)
@@ -75,16 +79,28 @@ class Sketcher:
 
     def __init__(self, shape: SketchShape) -> None:
         self.shape = shape
-        self._a, self._b = _coefficients(shape.permutations)
-        self._bit_weights = np.uint64(1) << np.arange(64, dtype=np.uint64)
+        a, b = _coefficients(shape.permutations)
+        self._a, self._b = a[:, None], b[:, None]  # one row per hash function
 
     def signature(self, shingles: ShingleSet) -> Signature:
+        """Per hash function, the least high half of a x + b (mod 2^64) over the shingles.
+
+        The high half is monotonic in the 64-bit value, so it is taken once, of the minimum.
+        Shingles go through in chunks, so the temporary stays small for long documents.
+        """
         if shingles.size == 0:
             return np.full(self.shape.permutations, _EMPTY_SLOT, dtype=np.uint32)
-        with np.errstate(over="ignore"):
-            mixed = shingles[:, None] * self._a[None, :] + self._b[None, :]
-        minima: Signature = (mixed >> np.uint64(32)).min(axis=0).astype(np.uint32)
+        least = self._least_mixed(shingles[:_SIGNATURE_CHUNK])
+        for start in range(_SIGNATURE_CHUNK, shingles.size, _SIGNATURE_CHUNK):
+            np.minimum(least, self._least_mixed(shingles[start : start + _SIGNATURE_CHUNK]), out=least)
+        minima: Signature = (least >> np.uint64(32)).astype(np.uint32)
         return minima
+
+    def _least_mixed(self, shingles: ShingleSet) -> npt.NDArray[np.uint64]:
+        mixed = self._a * shingles  # wraps around: mod 2^64
+        mixed += self._b
+        least: npt.NDArray[np.uint64] = mixed.min(axis=1)
+        return least
 
     def band_keys(self, signature: Signature) -> tuple[int, ...]:
         rows = self.shape.rows
@@ -96,11 +112,17 @@ class Sketcher:
         )
 
     def simhash(self, shingles: ShingleSet) -> int:
+        """Bit k is set when more than half the shingle hashes have bit k set (bit 0 the least significant)."""
         if shingles.size == 0:
             return 0
-        bits = np.unpackbits(shingles.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        votes = bits.sum(axis=0, dtype=np.int64) * 2 > shingles.size
-        return int(np.sum(self._bit_weights[votes], dtype=np.uint64))
+        octets = shingles.view(np.uint8).reshape(-1, 8)
+        if shingles.size < _SIMHASH_TALLY_FROM:
+            ones = np.count_nonzero(np.unpackbits(octets, axis=1, bitorder="little"), axis=0)
+        else:  # tally each byte position's values, then the bits of each value
+            values = np.bincount((octets + _BYTE_POSITION_OFFSETS).ravel(), minlength=8 * 256)
+            ones = (values.reshape(8, 256) @ _BITS_OF_BYTE).ravel()
+        votes = ones * 2 > shingles.size
+        return int.from_bytes(np.packbits(votes, bitorder="little").tobytes(), "little")
 
     def sketch(self, shingles: ShingleSet) -> Sketch:
         signature = self.signature(shingles)
