@@ -21,7 +21,7 @@ from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS
-from libs.common.urls import InvalidUrl, url_fingerprint, url_key
+from libs.common.urls import InvalidUrl, url_key
 from libs.common.wire import messages as pb
 from services.dedup.index import Claim, FingerprintIndex
 from services.dedup.judge import DuplicateJudge
@@ -51,6 +51,12 @@ def _validated(record: Record[Any]) -> tuple[pb.Document, str]:
     if doc.text.strip() and not doc.content_fingerprint:
         raise PoisonMessage(f"document {doc.url[:200]!r} has text but no content fingerprint")
     return doc, key
+
+
+def key_fingerprint(key: str) -> int:
+    """The signed 64-bit URL fingerprint a verdict key (:func:`~libs.common.urls.url_key`) spells in hex."""
+    value = int(key, 16)
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def url_rounds(claims: list[NearClaim]) -> list[list[NearClaim]]:
@@ -104,9 +110,9 @@ class DedupHandler:
         for claims in claim_rounds([Claim(doc.url, doc.content_fingerprint) for doc, _key in docs if doc.text.strip()]):
             first_urls = await self._index.claim(claims)
             firsts.update((claim, first_urls[claim.url]) for claim in claims)
-        # Sketching is CPU work (about a millisecond a page): keep the event loop responsive.
+        # Sketching is CPU work (a few hundred microseconds a page): keep the event loop responsive.
         near_claims = await asyncio.to_thread(self._sketch, [
-            doc for doc, _key in docs
+            (doc, key) for doc, key in docs
             if doc.text.strip() and firsts.get(Claim(doc.url, doc.content_fingerprint), doc.url) == doc.url
         ])
         near: dict[tuple[str, str], NearAnswer] = {}
@@ -134,9 +140,9 @@ class DedupHandler:
         metrics.MESSAGES_PRODUCED.labels("dedup", DUPLICATE_VERDICTS.name).inc(len(docs))
         log.debug("judged %s documents, %s duplicates", len(docs), duplicates)
 
-    def _sketch(self, docs: list[pb.Document]) -> list[NearClaim]:
+    def _sketch(self, docs: list[tuple[pb.Document, str]]) -> list[NearClaim]:
         return [
-            NearClaim(doc.url, url_fingerprint(doc.url), doc.content_fingerprint, self._judge.sketch(doc.text),
+            NearClaim(doc.url, key_fingerprint(key), doc.content_fingerprint, self._judge.sketch(doc.text),
                       doc.fetched_at_ms)
-            for doc in docs
+            for doc, key in docs
         ]
