@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from psycopg import AsyncConnection
 
 from libs.common.db.pool import Database
@@ -35,25 +36,27 @@ VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING
 """
 _STORED = """
 SELECT url_fp, content_fp, representative, similarity, fetched_at_ms, signature, seq
-FROM dedup.near_documents WHERE url_fp = ANY(%s::bigint[])
+FROM dedup.near_documents WHERE url_fp = ANY(%b::bigint[])
 """
 _CANDIDATES = f"""
 SELECT k.key, d.url_fp, d.url, d.signature, d.representative, d.representative_seq
-FROM unnest(%s::bigint[]) AS k(key)
+FROM unnest(%b::bigint[]) AS k(key)
 CROSS JOIN LATERAL (SELECT b.url_fp FROM dedup.near_bands AS b WHERE b.band_key = k.key
                     LIMIT {CANDIDATES_PER_BAND}) AS c
 JOIN dedup.near_documents AS d ON d.url_fp = c.url_fp
 """
 _SEQS = "SELECT nextval('dedup.near_seq') FROM generate_series(1, %s)"
 _DROP_BANDS = """
-DELETE FROM dedup.near_bands AS b USING unnest(%s::bigint[], %s::bigint[]) AS k(band_key, url_fp)
+DELETE FROM dedup.near_bands AS b USING unnest(%b::bigint[], %b::bigint[]) AS k(band_key, url_fp)
 WHERE b.band_key = k.band_key AND b.url_fp = k.url_fp
 """
+# Arrays are sent in binary (%b: no per-element text formatting), except the similarities: as text, PostgreSQL
+# rounds their decimal form straight to real, as it always has.
 _UPSERT_DOCS = """
 INSERT INTO dedup.near_documents AS d (url_fp, url, content_fp, seq, signature, simhash, representative,
                                        representative_seq, similarity, fetched_at_ms)
-SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[], %s::bytea[], %s::bigint[], %s::text[],
-                     %s::bigint[], %s::real[], %s::bigint[])
+SELECT * FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::bigint[], %b::bytea[], %b::bigint[], %b::text[],
+                     %b::bigint[], %s::real[], %b::bigint[])
 ON CONFLICT (url_fp) DO UPDATE SET url = excluded.url, content_fp = excluded.content_fp, seq = excluded.seq,
     signature = excluded.signature, simhash = excluded.simhash, representative = excluded.representative,
     representative_seq = excluded.representative_seq, similarity = excluded.similarity,
@@ -61,6 +64,12 @@ ON CONFLICT (url_fp) DO UPDATE SET url = excluded.url, content_fp = excluded.con
 """
 _BANDS_STAGE = "CREATE TEMP TABLE IF NOT EXISTS stage_near_bands (band_key int8, url_fp int8) ON COMMIT DELETE ROWS"
 _MERGE_BANDS = "INSERT INTO dedup.near_bands SELECT * FROM stage_near_bands ON CONFLICT DO NOTHING"
+# COPY's binary format (PostgreSQL docs, "COPY", Binary Format): a header, then per row the field count and each
+# field's byte length and big-endian value, then -1 as the field count. All band rows are laid out in one array.
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags, header extension length
+_COPY_TRAILER = b"\xff\xff"
+_BAND_ROW = np.dtype([("fields", ">i2"), ("key_size", ">i4"), ("band_key", ">i8"), ("fp_size", ">i4"),
+                      ("url_fp", ">i8")])
 
 
 class IndexShapeMismatch(RuntimeError):
@@ -77,6 +86,15 @@ class NearAnswer:
 
 def _signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def band_rows_copy(claims: Sequence[NearClaim]) -> bytes:
+    """The (band key, url fingerprint) rows of the claims, as one binary COPY stream."""
+    rows = np.empty(sum(len(claim.sketch.band_keys) for claim in claims), dtype=_BAND_ROW)
+    rows["fields"], rows["key_size"], rows["fp_size"] = 2, 8, 8
+    rows["band_key"] = [key for claim in claims for key in claim.sketch.band_keys]
+    rows["url_fp"] = [claim.url_fp for claim in claims for _key in claim.sketch.band_keys]
+    return _COPY_HEADER + rows.tobytes() + _COPY_TRAILER
 
 
 class NearDuplicateIndex:
@@ -164,8 +182,5 @@ class NearDuplicateIndex:
         async with conn.cursor() as cursor, cursor.copy(
             "COPY stage_near_bands (band_key, url_fp) FROM STDIN (FORMAT BINARY)"
         ) as copy:
-            copy.set_types(["int8", "int8"])
-            for claim, _ in placed:
-                for key in claim.sketch.band_keys:
-                    await copy.write_row((key, claim.url_fp))
+            await copy.write(band_rows_copy([claim for claim, _ in placed]))
         await conn.execute(_MERGE_BANDS)

@@ -9,11 +9,11 @@ from services.dedup.index import Claim
 
 _CLAIM = """
 INSERT INTO dedup.fingerprints (content_fp, url)
-SELECT * FROM unnest(%s::text[], %s::text[])
+SELECT * FROM unnest(%b::text[], %b::text[])
 ON CONFLICT (content_fp) DO NOTHING
 """
 
-_FIRST_URLS = "SELECT content_fp, url FROM dedup.fingerprints WHERE content_fp = ANY(%s::text[])"
+_FIRST_URLS = "SELECT content_fp, url FROM dedup.fingerprints WHERE content_fp = ANY(%b::text[])"
 
 
 class ExactFingerprintIndex:

@@ -15,7 +15,7 @@ from services.dedup.judge import DuplicateJudge
 from services.dedup.main import MIGRATIONS
 from services.dedup.near_clusters import NearClaim
 from services.dedup.near_store import IndexShapeMismatch, NearAnswer, NearDuplicateIndex
-from services.dedup.sketch import SketchShape
+from services.dedup.sketch import SketchShape, signature_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +82,23 @@ async def test_an_index_of_another_shape_is_refused(dedup_db: Database) -> None:
     other = DuplicateJudge(SketchShape(shingle_width=5), threshold=0.5)
     with pytest.raises(IndexShapeMismatch, match="shingle width 11"):
         await NearDuplicateIndex(dedup_db, other).check_shape()
+
+
+async def test_the_stored_rows_hold_each_sketch_exactly(dedup_db: Database) -> None:
+    index = NearDuplicateIndex(dedup_db, JUDGE)
+    claims = [_claim("http://a.test/", ARTICLE, fetched_at_ms=10), _claim("http://o.test/", OTHER, fetched_at_ms=2**40)]
+    await index.judge(claims)
+    async with dedup_db.connection() as conn:
+        cur = await conn.execute("SELECT band_key, url_fp FROM dedup.near_bands")
+        bands = set(await cur.fetchall())
+        cur = await conn.execute("SELECT url_fp, url, content_fp, signature, simhash, representative, fetched_at_ms"
+                                 " FROM dedup.near_documents")
+        stored = {row[0]: tuple(row[1:]) for row in await cur.fetchall()}
+    assert bands == {(key, claim.url_fp) for claim in claims for key in claim.sketch.band_keys}
+    assert {key < 0 for key, _fp in bands} == {True, False}
+    assert stored == {
+        claim.url_fp: (claim.url, claim.content_fp, signature_bytes(claim.sketch.signature),
+                       claim.sketch.simhash - (1 << 64) if claim.sketch.simhash >= 1 << 63 else claim.sketch.simhash,
+                       claim.url, claim.fetched_at_ms)
+        for claim in claims
+    }
