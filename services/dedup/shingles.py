@@ -29,10 +29,16 @@ _TOKEN = re.compile(r"\w+")
 _SPACE = ord(" ")
 # The ASCII characters ``str.splitlines`` breaks lines at.
 _ASCII_LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e"
-# In ASCII text ``\w`` is [0-9A-Za-z_]: every other character (line breaks aside) separates tokens as a space does.
+# In ASCII ``\w`` is [0-9A-Za-z_]: every other ASCII character (line breaks aside) separates tokens as a space does.
 _ASCII_SEPARATORS = str.maketrans({
     char: " " for char in map(chr, range(128)) if not (char.isalnum() or char == "_" or char in _ASCII_LINE_BREAKS)
 })
+# The same for UTF-8 bytes: ASCII separators become spaces, the bytes of other characters stay.
+_UTF8_SEPARATORS = bytes(
+    ord(" ") if chr(byte).translate(_ASCII_SEPARATORS) == " " else byte for byte in range(256)
+)
+# Frequent non-ASCII separators: no-break space, typographic quotes, dashes, ellipsis, guillemets.
+_FREQUENT_SEPARATORS = "\u00a0\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u00ab\u00bb"
 
 ShingleSet = npt.NDArray[np.uint64]
 
@@ -43,10 +49,26 @@ def tokens(text: str) -> list[str]:
 
 
 def _line_tokens(text: str) -> Iterable[list[str]]:
-    """``tokens(line)`` for every line of ``text``; ASCII text skips the regular expression."""
-    if text.isascii():
-        return (line.split() for line in text.lower().translate(_ASCII_SEPARATORS).splitlines())
-    return (tokens(line) for line in text.splitlines())
+    """``tokens(line)`` for every line of ``text``, without the regular expression where it is not needed.
+
+    Separators are replaced by spaces, so ``str.split`` finds the tokens; a line whose pieces
+    are not all word characters (a separator left over) goes through the regular expression.
+    The whole text is lower-cased at once: line breaks end the context that lower-casing a
+    capital sigma looks at, so each line comes out as if lower-cased on its own.
+    """
+    lowered = text.lower()
+    if lowered.isascii():
+        return (line.split() for line in lowered.translate(_ASCII_SEPARATORS).splitlines())
+    for separator in _FREQUENT_SEPARATORS:
+        if separator in lowered:
+            lowered = lowered.replace(separator, " ")
+    spaced = lowered.encode("utf-8", "surrogatepass").translate(_UTF8_SEPARATORS).decode("utf-8", "surrogatepass")
+    return (_words(line) for line in spaced.splitlines())
+
+
+def _words(line: str) -> list[str]:
+    pieces = line.split()
+    return pieces if "".join(pieces).isalnum() else _TOKEN.findall(line)
 
 
 def _token_runs(text: str, width: int) -> tuple[list[str], list[int]]:

@@ -109,10 +109,12 @@ def assert_sketch_matches(sketcher: Sketcher, shingles: npt.NDArray[np.uint64]) 
 
 
 # Every line boundary str.splitlines knows, ASCII and not, and characters where lower-casing or \w is subtle:
-# final sigma, dotted capital I, sharp s, ligatures, combining marks, digits of other scripts, underscores.
+# final sigma, dotted capital I, Kelvin sign, sharp s, ligatures, combining marks, digits of other scripts,
+# underscores, typographic punctuation, a lone surrogate.
 _LINE_BREAKS = ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
-_TRICKY = ["Σ", "ΣΑΣ", "İ", "ß", "ﬁ", "e\u0301", "\u0663", "²", "_", "__init__", "\u00a0", "\u200b", "\u2019", "\u2014",
-           "日本語", "🙂", "\t", "  ", "-", "'", ".", ",", "\x00", "\x1f", "\x7f"]
+_TRICKY = ["Σ", "ΣΑΣ", "İ", "\u212a", "ß", "ﬁ", "e\u0301", "\u0663", "²", "_", "__init__", "\u00a0", "\u200b",
+           "\u2019", "\u201c", "\u2014", "\u2026", "\u00ab", "\u00b7", "日本語", "🙂", "\ud800", "\t", "  ", "-", "'",
+           ".", ",", "\x00", "\x1f", "\x7f"]
 _WORDS = ["the", "Harbor", "market", "opened", "a", "new", "BRIDGE", "x", "valley", "2026", "o'clock", "e-mail"]
 _pieces = st.one_of(st.sampled_from(_LINE_BREAKS), st.sampled_from(_TRICKY), st.sampled_from(_WORDS),
                     st.sampled_from([" "] * 4))
@@ -151,9 +153,13 @@ def test_short_lines_merged_into_paragraphs_match_the_reference(
     assert_shingles_match(_paragraph_text(lines, words, breaks), width)
 
 
-@pytest.mark.parametrize("text", ["", " ", "\n\n", "...", "one", "Too short to shingle.", "Σ\nİ", "a\r\nb\x85c"])
+@pytest.mark.parametrize("text", [
+    "", " ", "\n\n", "...", "one", "Too short to shingle.", "Σ\nİ", "a\r\nb\x85c",
+    # a capital sigma ends a word unless a cased letter follows, looking through case-ignorable characters (\u2019)
+    "ΔΣ\u2019Λ", "ΔΣ\u00a0Λ", "ΔΣ\u2028Λ", "ΔΣ\x85Λ", "ΔΣ\u0301\u2019 Λ", "\u212aelvin", "a_b c\u00b7d",
+])
 @pytest.mark.parametrize("width", [1, 2, 11])
-def test_empty_and_short_texts_match_the_reference(text: str, width: int) -> None:
+def test_empty_short_and_tricky_texts_match_the_reference(text: str, width: int) -> None:
     assert_shingles_match(text, width)
 
 
