@@ -15,7 +15,12 @@ by ``--batch`` and ``--in-flight``. A stand-in fetcher (its own process) reads t
 requests topic and answers every request at once with a successful FetchOutcome, so hosts free
 up as a fast fleet of fetchers would free them. "Emitted" means produced and received: the
 figure is requests per second the stand-in fetcher received between its ``--warmup``-th and its
-``--requests``-th request. The scheduler's memory is its peak resident set (VmHWM) over the run.
+``--requests``-th request. The warm-up must be longer than the in-flight budget: the first
+``--in-flight`` requests need no outcome applied before they go out, so a window that starts
+inside them times a burst the scheduler cannot sustain (the rate of the first 20,000 requests
+with a budget of 20,000 was about 1.6 times the rate after them). The rate of every window of
+``WINDOW`` requests in the measured span is reported too, as a check that the rate is steady.
+The scheduler's memory is its peak resident set (VmHWM) over the run.
 
 The baseline, in the same run at the smallest size only (it is too slow for the others): the
 naive dispatch loop of ``bench/frontier_dispatch.py`` (the free hosts, then one ``SELECT ...
@@ -29,6 +34,7 @@ between repetitions.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -66,6 +72,7 @@ from services.scheduler.host_heads import BACKFILL
 from services.scheduler.settings import SchedulerSettings
 
 MIGRATIONS = REPO / "services" / "scheduler" / "migrations"
+WINDOW = 5000  # requests per window of the steadiness check
 PARTITIONS = FETCH_REQUESTS.partitions
 LOADED_AT = "2000-01-01T00:00:00Z"  # next_fetch_at and next_allowed_at of the loaded frontier: long due
 COPY_CHUNK = 200_000
@@ -173,6 +180,7 @@ def serve_fetcher(bootstrap: str, prefix: str, requests: int, warmup: int, timeo
     producer = Producer({**kafka.producer_config("bench-fetcher"), "linger.ms": 20})
     outcomes = kafka.topic(FETCH_OUTCOMES.name)
     received, first_at, warm_at, done_at = 0, 0.0, 0.0, 0.0
+    marks: list[float] = []  # when each WINDOW-th request of the measured span came
     deadline = time.monotonic() + timeout
     while received < requests and time.monotonic() < deadline:
         for msg in consumer.consume(5000, 0.005):  # what came: a batch consume waits for all 5,000 otherwise
@@ -193,6 +201,8 @@ def serve_fetcher(bootstrap: str, prefix: str, requests: int, warmup: int, timeo
                 first_at = time.perf_counter()
             if received == warmup:
                 warm_at = time.perf_counter()
+            if warmup <= received <= requests and not (received - warmup) % WINDOW:
+                marks.append(time.perf_counter())
             if received == requests:
                 done_at = time.perf_counter()
         producer.poll(0)
@@ -200,7 +210,9 @@ def serve_fetcher(bootstrap: str, prefix: str, requests: int, warmup: int, timeo
     consumer.close()
     measured = requests - warmup
     rate = measured / (done_at - warm_at) if done_at and warm_at and done_at > warm_at else 0.0
-    return {"received": received, "rate": rate, "first_s": first_at, "complete": received >= requests}
+    windows = [WINDOW / (b - a) for a, b in itertools.pairwise(marks) if b > a]
+    return {"received": received, "rate": rate, "first_s": first_at, "complete": received >= requests,
+            "windows": windows}
 
 
 # -- one measurement ------------------------------------------------------------------------
@@ -211,6 +223,7 @@ class Sample:
     rate: float
     peak_rss_mb: float
     startup_s: float
+    windows: list[float] = field(default_factory=list)  # rates of the measured span's windows
 
 
 @dataclass
@@ -279,7 +292,8 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int) -> Sample:
     result = json.loads(out.strip().splitlines()[-1])
     if not result["complete"]:
         raise RuntimeError(f"run {run}: the fetcher got {result['received']} of {args.requests} requests in time")
-    return Sample(result["rate"], peak / 1024, 0.0 if not result["first_s"] else result["first_s"] - started)
+    return Sample(result["rate"], peak / 1024, 0.0 if not result["first_s"] else result["first_s"] - started,
+                  result["windows"])
 
 
 async def baseline_run(dsn: str, args: Any) -> Sample:
@@ -357,6 +371,8 @@ async def measure(args: Any) -> dict[str, Any]:
         "sizes": {
             str(n): {
                 "rates": [round(r) for r in series[n].rates],
+                "window_rates": {"min": round(min(w)), "median": round(statistics.median(w)), "max": round(max(w))}
+                if (w := [x for sample in series[n].samples for x in sample.windows]) else None,
                 "median": round(statistics.median(series[n].rates)),
                 "vs_smallest": round(statistics.median(series[n].rates) / smallest, 3),
                 "peak_rss_mb": [round(s.peak_rss_mb) for s in series[n].samples],
@@ -379,7 +395,10 @@ def print_table(result: dict[str, Any]) -> None:
     print(f"{result['benchmark']}: {result['unit']}")
     print(f"  workload: {', '.join(f'{k}={v}' for k, v in result['workload'].items())}")
     for n, s in result["sizes"].items():
-        print(f"  {int(n):>12,} URLs  {_spread(s['rates'])}  ({s['vs_smallest']:.2f}x the smallest)"
+        windows = s["window_rates"]
+        steadiness = (f"  {WINDOW:,}-request windows {windows['min']:,}-{windows['max']:,}"
+                      f" (median {windows['median']:,})" if windows else "")
+        print(f"  {int(n):>12,} URLs  {_spread(s['rates'])}  ({s['vs_smallest']:.2f}x the smallest){steadiness}"
               f"  peak RSS MB {s['peak_rss_mb']}  load {s['load']}")
     b = result["baseline"]
     if b["rates"]:
@@ -398,9 +417,10 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=100_000, help="Hosts of every frontier.")
     parser.add_argument("--zipf", type=float, default=1.0, help="Exponent of the host sizes (rank^-s).")
     parser.add_argument("--batch", type=int, default=5000, help="TRAWL_SCHEDULER_DISPATCH_BATCH of the scheduler.")
-    parser.add_argument("--in-flight", type=int, default=20_000, help="TRAWL_SCHEDULER_MAX_IN_FLIGHT.")
-    parser.add_argument("--requests", type=int, default=60_000, help="Requests per measurement.")
-    parser.add_argument("--warmup", type=int, default=10_000, help="Requests before the clock starts.")
+    parser.add_argument("--in-flight", type=int, default=10_000, help="TRAWL_SCHEDULER_MAX_IN_FLIGHT.")
+    parser.add_argument("--requests", type=int, default=55_000, help="Requests per measurement.")
+    parser.add_argument("--warmup", type=int, default=15_000,
+                        help="Requests before the clock starts: more than --in-flight (see the module's notes).")
     parser.add_argument("--timeout", type=float, default=300.0, help="Longest a measurement may take (s).")
     parser.add_argument("--baseline-requests", type=int, default=10_000,
                         help="Requests per baseline measurement (its first round is the warm-up).")
@@ -409,6 +429,8 @@ def main() -> None:
     parser.add_argument("--profile", default="", help="Profile the scheduler with cProfile into PATH.<run>.")
     add_postgres_options(parser)
     args = parser.parse_args()
+    if args.warmup <= args.in_flight or args.requests <= args.warmup:
+        parser.error("--warmup must exceed --in-flight, and --requests --warmup: the window times steady dispatch")
     result = asyncio.run(measure(args))
     if args.json:
         print(json.dumps(result, indent=2))
