@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from bench import scheduler_scale
 from libs.common.urls import normalize_url, normalized_fingerprint, url_fingerprint
@@ -22,3 +23,15 @@ def test_urls_are_in_normal_form_so_their_fingerprint_is_the_frontiers() -> None
 
     assert normalize_url(url) == url
     assert normalized_fingerprint(url) == url_fingerprint(url)
+
+
+def test_the_timed_window_must_start_past_the_in_flight_budget(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.argv", ["scheduler_scale", "--in-flight", "10000", "--warmup", "8000"])
+
+    with pytest.raises(SystemExit) as stopped:
+        scheduler_scale.main()
+
+    assert stopped.value.code == 2
+    assert "--warmup must exceed --in-flight" in capsys.readouterr().err
