@@ -465,6 +465,12 @@ def url_key(url: str) -> str:
     return f"{url_fingerprint(url) & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
+def key_fingerprint(key: str) -> int:
+    """The signed URL fingerprint a :func:`url_key` spells (no normalisation, no hashing)."""
+    value = int(key, 16)
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
 @functools.lru_cache(maxsize=1)
 def _tld_extractor() -> Any:
     import tldextract  # imported lazily: building the suffix trie takes a moment

@@ -21,7 +21,7 @@ from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS
-from libs.common.urls import InvalidUrl, url_key
+from libs.common.urls import InvalidUrl, key_fingerprint, url_key
 from libs.common.wire import messages as pb
 from services.dedup.index import Claim, FingerprintIndex
 from services.dedup.judge import DuplicateJudge
@@ -51,12 +51,6 @@ def _validated(record: Record[Any]) -> tuple[pb.Document, str]:
     if doc.text.strip() and not doc.content_fingerprint:
         raise PoisonMessage(f"document {doc.url[:200]!r} has text but no content fingerprint")
     return doc, key
-
-
-def key_fingerprint(key: str) -> int:
-    """The signed 64-bit URL fingerprint a verdict key (:func:`~libs.common.urls.url_key`) spells in hex."""
-    value = int(key, 16)
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def url_rounds(claims: list[NearClaim]) -> list[list[NearClaim]]:
