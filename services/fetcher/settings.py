@@ -21,6 +21,13 @@ class FetcherSettings:
         "How often the fetcher commits the requests it finished, once their results are acknowledged: a fetcher"
         " that crashes has them fetched again by the next owner, so this bounds the pages a crash refetches.",
     )
+    pause_after: float = setting(
+        "TRAWL_FETCHER_PAUSE_AFTER_SECONDS",
+        2.0,
+        "How long every fetch slot may stay taken before the fetcher pauses its partitions. Until then the requests"
+        " fetched ahead wait in the consumer and go out as soon as a slot frees; a pause drops them, and fetching"
+        " them again costs up to TRAWL_KAFKA_FETCH_WAIT_MAX_MS. A rebalance waits at most this long for the fetcher.",
+    )
     connect_timeout: float = setting("TRAWL_FETCHER_CONNECT_TIMEOUT", 5.0, "Seconds to open a connection.")
     total_timeout: float = setting(
         "TRAWL_FETCHER_TOTAL_TIMEOUT", 30.0, "Seconds for a whole fetch, redirects and body included."

@@ -84,12 +84,23 @@ class TopicConsumer:
         batch_size: int = 500,
         poll_timeout: float = 0.2,
         batch_wait: float | None = None,
+        pause_after: float | None = None,
         commit_interval: float = 1.0,
         retry_backoff: float = 0.5,
         max_backoff: float = 10.0,
         assignment: str = "cooperative-sticky",
     ) -> None:
-        """``assignment="range"`` co-partitions topics with equal partition counts (same numbers, same member)."""
+        """``assignment="range"`` co-partitions topics with equal partition counts (same numbers, same member).
+
+        ``pause_after`` (concurrency mode; default ``poll_timeout``): how long every slot may stay taken
+        before the partitions are paused. Until then the loop does not consume (records librdkafka
+        fetched ahead stay in its queue and are handed out as soon as a slot frees) but goes on
+        committing. Pausing keeps rebalances served while the slots stay full, and costs a round trip
+        to the broker when it ends: librdkafka drops the records fetched ahead, and its next fetch
+        waits for the one outstanding, which the broker holds up to ``fetch.wait.max.ms`` for want of
+        data past them. A longer ``pause_after`` spares that when slots free within it; a rebalance
+        waits for at most as long.
+        """
         self._settings = settings
         self._service = service
         self._group_id = group_id
@@ -102,6 +113,8 @@ class TopicConsumer:
         self._batch_size = batch_size
         self._poll_timeout = poll_timeout
         self._batch_wait = batch_wait
+        self._pause_after = poll_timeout if pause_after is None else pause_after
+        self._full_since: float | None = None
         self._commit_interval = commit_interval
         self._retry_backoff = retry_backoff
         self._max_backoff = max_backoff
@@ -115,6 +128,7 @@ class TopicConsumer:
         self._inflight: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(self._concurrency)
         self._paused = False
+        self.pauses = 0  # times every slot stayed taken for pause_after and the partitions were paused
         self.assigned: set[tuple[str, int]] = set()
         self.processed = 0
 
@@ -234,11 +248,16 @@ class TopicConsumer:
         while not self._stopping.is_set():
             if self._concurrency > 1:
                 if len(self._inflight) >= self._concurrency:
+                    if self._full_since is None:
+                        self._full_since = time.monotonic()
                     # Pausing drops the prefetched records, which are fetched again after resume (a
-                    # round trip per pause): wait a little for a slot first, pause only if none frees.
+                    # round trip per pause): wait for a slot first, pause only if none frees in time.
                     await asyncio.wait(set(self._inflight), timeout=self._poll_timeout,
                                        return_when=asyncio.FIRST_COMPLETED)
                 await self._adjust_pause(consumer)
+                if len(self._inflight) >= self._concurrency and not self._paused:
+                    last_commit = await self._commit_if_due(last_commit)
+                    continue  # full, not paused yet: consume nothing, keep what is fetched ahead
             room = self._batch_size if self._concurrency == 1 else max(1, self._concurrency - len(self._inflight))
             try:
                 raw = await self._call(self._consume, consumer, room)
@@ -258,17 +277,29 @@ class TopicConsumer:
                     task = asyncio.create_task(self._process_one(record))
                     self._inflight.add(task)
                     task.add_done_callback(self._inflight.discard)
-                if time.monotonic() - last_commit >= self._commit_interval:
-                    # Positions first: a record finishing during the flush has its output sent after the
-                    # flush began, and committing it now could lose that output in a crash.
-                    positions = self._positions()
-                    await self._producer.flush()
-                    await self._call(self._commit_tracked, None, positions)
-                    last_commit = time.monotonic()
+                last_commit = await self._commit_if_due(last_commit)
+
+    async def _commit_if_due(self, last_commit: float) -> float:
+        """Concurrency mode: commits what is done once ``commit_interval`` has passed; the time of the last commit."""
+        if time.monotonic() - last_commit < self._commit_interval:
+            return last_commit
+        # Positions first: a record finishing during the flush has its output sent after the
+        # flush began, and committing it now could lose that output in a crash.
+        positions = self._positions()
+        await self._producer.flush()
+        await self._call(self._commit_tracked, None, positions)
+        return time.monotonic()
 
     async def _adjust_pause(self, consumer: Consumer) -> None:
-        full = len(self._inflight) >= self._concurrency
+        """Pauses the partitions once every slot has been taken for ``pause_after``; resumes when one frees."""
+        now = time.monotonic()
+        if len(self._inflight) < self._concurrency:
+            self._full_since = None
+        elif self._full_since is None:
+            self._full_since = now
+        full = self._full_since is not None and now - self._full_since >= self._pause_after
         if full != self._paused:
+            self.pauses += full
             assignment = await self._call(consumer.assignment)
             await self._call(consumer.pause if full else consumer.resume, assignment)
             self._paused = full

@@ -307,6 +307,42 @@ async def test_concurrency_mode_processes_everything_within_its_bound_and_commit
     await _assert_nothing_redelivered(kafka, group, FETCH_RESULTS, "host-0.test", pb.FetchResult(request_id="new"))
 
 
+@pytest.mark.parametrize("pause_after", [5.0, 0.05])
+async def test_full_slots_pause_the_partitions_only_after_pause_after(
+    kafka: KafkaSettings, unique_name: Callable[[str], str], pause_after: float
+) -> None:
+    """Slots that stay taken longer than ``pause_after`` pause the partitions (and resume them); until
+    then the consumer waits for a slot with the records fetched ahead kept. Either way every record is
+    handled once and committed."""
+    _create(kafka, FETCH_RESULTS, DEAD_LETTERS)
+    group = unique_name("g")
+    count = 12
+    done: list[str] = []
+
+    async def handle(records: list[Record[Any]]) -> None:
+        await asyncio.sleep(0.3)  # longer than the poll timeout: the slots stay full between polls
+        done.append(records[0].value.request_id)
+
+    async with _producer(kafka) as producer:
+        for i in range(count):
+            producer.send(FETCH_RESULTS, f"host-{i % 5}.test", pb.FetchResult(request_id=str(i)))
+        await producer.flush()
+        async with _consuming(kafka, group, [FETCH_RESULTS], handle, producer, concurrency=3,
+                              pause_after=pause_after) as consumer:
+            deadline = time.monotonic() + 30
+            while len(done) < count and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert consumer.processed == count
+            pauses = consumer.pauses
+
+    assert sorted(done, key=int) == [str(i) for i in range(count)]
+    if pause_after > 1:
+        assert pauses == 0  # every slot freed within pause_after: never paused
+    else:
+        assert pauses >= 1
+    await _assert_nothing_redelivered(kafka, group, FETCH_RESULTS, "host-0.test", pb.FetchResult(request_id="new"))
+
+
 # -- producer limits ---------------------------------------------------------------------------------
 
 
