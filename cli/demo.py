@@ -50,6 +50,10 @@ DEMO_ENV = {
     # 500) and dispatch rounds when no host is free yet (an outcome still wakes the dispatcher at once).
     # 21% less CPU per page end to end (docs/benchmarks.md, "End to end against Scrapy").
     "TRAWL_KAFKA_FETCH_WAIT_MAX_MS": "500",
+    # Except on the fetch loop (the fetcher's requests, the scheduler's outcomes): a host's next request
+    # waits for both hops, and the local broker answers a held fetch some 50 ms (median) after data
+    # comes at a 500 ms wait, 16 ms at 100 (docs/benchmarks.md, "End to end against Scrapy").
+    "TRAWL_KAFKA_LOOP_FETCH_WAIT_MAX_MS": "100",
     "TRAWL_SCHEDULER_DISPATCH_INTERVAL": "0.1",
 }
 

@@ -118,6 +118,7 @@ async def build(env: Mapping[str, str]) -> Service:
         concurrency=settings.concurrency,
         commit_interval=settings.commit_interval,
         pause_after=settings.pause_after,
+        fetch_wait_ms=kafka.loop_fetch_wait_max_ms,
         poll_timeout=min(0.2, settings.commit_interval),  # the loop commits between polls
         listener=handoff,
         revoke_timeout=settings.handoff_grace + 60.0,

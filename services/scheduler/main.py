@@ -66,6 +66,7 @@ async def build(env: Mapping[str, str]) -> Service:
         producer=producer,
         batch_size=settings.consumer_batch,
         batch_wait=settings.consumer_wait,
+        fetch_wait_ms=kafka.loop_fetch_wait_max_ms,  # outcomes free hosts: on the fetch loop
         assignment="range",  # the four inputs are keyed by host: one member owns all of a host
     )
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)

@@ -85,6 +85,7 @@ class TopicConsumer:
         poll_timeout: float = 0.2,
         batch_wait: float | None = None,
         pause_after: float | None = None,
+        fetch_wait_ms: int | None = None,
         commit_interval: float = 1.0,
         retry_backoff: float = 0.5,
         max_backoff: float = 10.0,
@@ -100,6 +101,9 @@ class TopicConsumer:
         waits for the one outstanding, which the broker holds up to ``fetch.wait.max.ms`` for want of
         data past them. A longer ``pause_after`` spares that when slots free within it; a rebalance
         waits for at most as long.
+
+        ``fetch_wait_ms`` (default the settings' ``fetch_wait_max_ms``): how long the broker may hold a
+        fetch for want of data, for consumers on the fetch loop (``loop_fetch_wait_max_ms``).
         """
         self._settings = settings
         self._service = service
@@ -114,6 +118,7 @@ class TopicConsumer:
         self._poll_timeout = poll_timeout
         self._batch_wait = batch_wait
         self._pause_after = poll_timeout if pause_after is None else pause_after
+        self._fetch_wait_ms = fetch_wait_ms
         self._full_since: float | None = None
         self._commit_interval = commit_interval
         self._retry_backoff = retry_backoff
@@ -139,12 +144,18 @@ class TopicConsumer:
             return {p for t, p in self.assigned if t == name}
 
     @property
+    def fetch_wait_ms(self) -> int:
+        """How long the broker may hold this consumer's fetch for want of data."""
+        return self._settings.fetch_wait_max_ms if self._fetch_wait_ms is None else self._fetch_wait_ms
+
+    @property
     def dead_letters(self) -> int:
         return self._dead.count
 
     # lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        config = self._settings.consumer_config(self._group_id, f"{self._service}-{id(self):x}", self._assignment)
+        config = self._settings.consumer_config(self._group_id, f"{self._service}-{id(self):x}", self._assignment,
+                                                self.fetch_wait_ms)
         if self._settings.lag_metrics_interval_ms > 0:
             config["statistics.interval.ms"] = self._settings.lag_metrics_interval_ms
             config["stats_cb"] = LagGauge(self._service, {name: t.name for name, t in self._topics.items()})

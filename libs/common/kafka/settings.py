@@ -30,6 +30,13 @@ class KafkaSettings:
         100,
         "Longest a consumer's fetch waits for data: bounds the latency each topic hop adds.",
     )
+    loop_fetch_wait_max_ms: int = setting(
+        "TRAWL_KAFKA_LOOP_FETCH_WAIT_MAX_MS",
+        100,
+        "Fetch wait of the two consumers on the fetch loop (the fetcher's requests, the scheduler's outcomes and"
+        " discoveries): a host's next request waits for both hops, so this can stay short while the other"
+        " stages wait longer (TRAWL_KAFKA_FETCH_WAIT_MAX_MS) for fewer empty fetches.",
+    )
     max_message_bytes: int = setting(
         "TRAWL_KAFKA_MAX_MESSAGE_BYTES",
         4 * 1024 * 1024,
@@ -59,7 +66,10 @@ class KafkaSettings:
             "message.max.bytes": self.max_message_bytes + 64 * 1024,
         }
 
-    def consumer_config(self, group_id: str, client_id: str, assignment: str = "cooperative-sticky") -> dict[str, Any]:
+    def consumer_config(self, group_id: str, client_id: str, assignment: str = "cooperative-sticky",
+                        fetch_wait_ms: int | None = None) -> dict[str, Any]:
+        """librdkafka's consumer configuration; ``fetch_wait_ms`` replaces ``fetch_wait_max_ms`` (see
+        ``loop_fetch_wait_max_ms``)."""
         return {
             "bootstrap.servers": self.bootstrap,
             "group.id": group_id,
@@ -72,5 +82,5 @@ class KafkaSettings:
             "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),
             "partition.assignment.strategy": assignment,
             "fetch.max.bytes": 8 * 1024 * 1024,
-            "fetch.wait.max.ms": self.fetch_wait_max_ms,
+            "fetch.wait.max.ms": self.fetch_wait_max_ms if fetch_wait_ms is None else fetch_wait_ms,
         }
