@@ -302,15 +302,14 @@ class TopicConsumer:
         return time.monotonic()
 
     async def _adjust_pause(self, consumer: Consumer) -> None:
-        """Pauses the partitions once every slot has been taken for ``pause_after``; resumes when one frees."""
-        now = time.monotonic()
+        """Pauses the partitions once every slot has been taken for ``pause_after`` (since ``_full_since``,
+        set by the loop when it finds them all taken); resumes when one frees."""
         if len(self._inflight) < self._concurrency:
             self._full_since = None
-        elif self._full_since is None:
-            self._full_since = now
-        full = self._full_since is not None and now - self._full_since >= self._pause_after
+        full = self._full_since is not None and time.monotonic() - self._full_since >= self._pause_after
         if full != self._paused:
-            self.pauses += full
+            if full:
+                self.pauses += 1
             assignment = await self._call(consumer.assignment)
             await self._call(consumer.pause if full else consumer.resume, assignment)
             self._paused = full
