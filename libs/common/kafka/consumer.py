@@ -144,6 +144,11 @@ class TopicConsumer:
             return {p for t, p in self.assigned if t == name}
 
     @property
+    def batch_wait(self) -> float | None:
+        """How long a batch waits to fill once records came (``None``: until full or ``poll_timeout``)."""
+        return self._batch_wait
+
+    @property
     def fetch_wait_ms(self) -> int:
         """How long the broker may hold this consumer's fetch for want of data."""
         return self._settings.fetch_wait_max_ms if self._fetch_wait_ms is None else self._fetch_wait_ms
@@ -201,14 +206,14 @@ class TopicConsumer:
 
         A batch consume waits for ``room`` records or the timeout; with ``batch_wait`` it returns
         the records that came within ``batch_wait`` as soon as there are any, so that a few records
-        are not held back until a full batch or the poll timeout.
+        are not held back until a full batch or the poll timeout (and returns early on stop).
         """
         if self._batch_wait is None or self._batch_wait >= self._poll_timeout:
             return list(consumer.consume(room, self._poll_timeout))
         deadline = time.monotonic() + self._poll_timeout
         while True:
             raw = consumer.consume(room, self._batch_wait)
-            if raw or time.monotonic() >= deadline:
+            if raw or time.monotonic() >= deadline or self._stopping.is_set():
                 return list(raw)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

@@ -343,6 +343,28 @@ async def test_full_slots_pause_the_partitions_only_after_pause_after(
     await _assert_nothing_redelivered(kafka, group, FETCH_RESULTS, "host-0.test", pb.FetchResult(request_id="new"))
 
 
+async def test_batch_wait_hands_over_the_records_that_came_without_waiting_for_a_full_batch(
+    kafka: KafkaSettings, unique_name: Callable[[str], str]
+) -> None:
+    """With ``batch_wait``, a batch of 500 that will not fill is handed over once its records came, not
+    after ``poll_timeout`` (12 s here: without the wait they would come after the 6 s allowed)."""
+    _create(kafka, FETCH_RESULTS, DEAD_LETTERS)
+    collector = Collector()
+    async with _producer(kafka) as producer:
+        async with _consuming(kafka, unique_name("g"), [FETCH_RESULTS], collector, producer, batch_size=500,
+                              poll_timeout=12.0, batch_wait=0.05) as consumer:
+            assert consumer.batch_wait == 0.05
+            deadline = time.monotonic() + 20
+            while not consumer.assigned_partitions(FETCH_RESULTS) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert consumer.assigned_partitions(FETCH_RESULTS) == set(range(FETCH_RESULTS.partitions))
+            for i in range(5):
+                producer.send(FETCH_RESULTS, "host-0.test", pb.FetchResult(request_id=str(i)))
+            await producer.flush()
+            records = await collector.wait_for(5, timeout=6.0)
+            assert [r.value.request_id for r in records] == [str(i) for i in range(5)]
+
+
 # -- producer limits ---------------------------------------------------------------------------------
 
 
