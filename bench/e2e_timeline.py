@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.e2e_vs_scrapy import Workload, build_workload, run_scrapy, run_trawl
+from bench.e2e_vs_scrapy import Workload, add_web_options, build_workload, run_scrapy, run_trawl
 from libs.simweb.request_log import RequestRecord, read_log_file
 from libs.simweb.web import SimWeb
 
@@ -221,12 +221,8 @@ def print_report(report: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hosts", type=int, default=400)
-    parser.add_argument("--pages", type=int, default=4000)
-    parser.add_argument("--seed", type=int, default=7)
+    add_web_options(parser)
     parser.add_argument("--top-hosts", type=int, default=6)
-    parser.add_argument("--trawl-env", action="append", default=[], metavar="NAME=VALUE",
-                        help="A setting of Trawl's services for this run (repeatable).")
     parser.add_argument("--scrapy", action="store_true", help="Also crawl with two Scrapy processes.")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

@@ -326,14 +326,19 @@ def print_summary(s: dict[str, Any]) -> None:
     print(f"  machine: {m['cpus']} cpus, Python {m['python']}, load {m['load_average_1m_at_end']}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_web_options(parser: argparse.ArgumentParser) -> None:
+    """The simulated web's size and seed, and Trawl's settings for the run."""
     parser.add_argument("--hosts", type=int, default=400)
     parser.add_argument("--pages", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--trawl-env", action="append", default=[], metavar="NAME=VALUE",
                         help="A setting of Trawl's services for this run (repeatable).")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_web_options(parser)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--variant-env", action="append", default=[], metavar="NAME=VALUE",
                         help="Also run Trawl with these settings on top (contender trawl_b, after plain Trawl).")
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
