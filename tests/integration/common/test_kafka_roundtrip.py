@@ -347,7 +347,8 @@ async def test_batch_wait_hands_over_the_records_that_came_without_waiting_for_a
     kafka: KafkaSettings, unique_name: Callable[[str], str]
 ) -> None:
     """With ``batch_wait``, a batch of 500 that will not fill is handed over once its records came, not
-    after ``poll_timeout`` (12 s here: without the wait they would come after the 6 s allowed)."""
+    after ``poll_timeout`` (12 s here: without the wait they would come after the 6 s allowed); a stop
+    ends the poll at once."""
     _create(kafka, FETCH_RESULTS, DEAD_LETTERS)
     collector = Collector()
     async with _producer(kafka) as producer:
@@ -363,6 +364,10 @@ async def test_batch_wait_hands_over_the_records_that_came_without_waiting_for_a
             await producer.flush()
             records = await collector.wait_for(5, timeout=6.0)
             assert [r.value.request_id for r in records] == [str(i) for i in range(5)]
+            await asyncio.sleep(0.5)  # the consumer is back in a poll, waiting for more
+            stopping = time.monotonic()
+            await consumer.stop()  # the poll ends at the stop, not after 12 s
+            assert time.monotonic() - stopping < 6.0
 
 
 # -- producer limits ---------------------------------------------------------------------------------
