@@ -2,8 +2,8 @@
 
 The demo always starts a fresh crawl: its own database (``trawl_demo``, recreated) and its
 own topics (a new prefix), so running it twice gives the same result. The simulated web
-is served from this process on loopback; the fetcher reaches it through its ordinary
-proxy setting.
+is served on loopback by a process of its own (``libs.simweb.process``), whose request log
+the summary judges politeness by; the fetcher reaches it through its ordinary proxy setting.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from rich.table import Table
 from cli.admin_client import AdminClient
 from cli.crawl_report import crawl_report, print_report
 from cli.output import console
-from cli.simweb_thread import BackgroundSimWeb
 from cli.stack import local_stack
 from cli.stack.layout import StackSettings
 from libs.localinfra.pgadmin import create_database, drop_database, dsn_with_database
 from libs.simweb import SimWebConfig, build_web
+from libs.simweb.process import SimWebProcess
 
 DEMO_DATABASE = "trawl_demo"
 
@@ -55,9 +55,13 @@ DEMO_ENV = {
     # comes at a 500 ms wait, 16 ms at 100 (docs/benchmarks.md, "End to end against Scrapy").
     "TRAWL_KAFKA_LOOP_FETCH_WAIT_MAX_MS": "100",
     "TRAWL_SCHEDULER_DISPATCH_INTERVAL": "0.1",
-    # The simulated web runs on the same two cores and times a response's end when its process gets to it:
-    # with requests that wait at the fetcher for their host's gap, its log showed gaps of 0.180-0.187 s on a
-    # loaded machine. 20 ms more keeps the gap the server sees at least the delay (docs/benchmarks.md).
+    # A host's next request waits at the fetcher, which starts it once the gap has passed, instead of
+    # going out only after the outcome's way back through the broker and a dispatch round: the largest
+    # hosts, which end the crawl, get a request every 0.3 s instead of every 0.4-0.5 (docs/benchmarks.md).
+    "TRAWL_SCHEDULER_HOST_QUEUE_DEPTH": "2",
+    # The simulated web runs on the same two loaded cores and stamps a response's end when its process gets
+    # to it, after the fetcher may already have read it: 20 ms more keeps the gap the server sees at least
+    # the delay (docs/benchmarks.md).
     "TRAWL_FETCHER_GAP_MARGIN": "0.02",
 }
 
@@ -109,8 +113,11 @@ def wait_for_crawl(admin: AdminClient, timeout: float, quiet: bool, settle: floa
 def run_demo(settings: StackSettings, env: Mapping[str, str], *, hosts: int, pages: int, seed: int,
              timeout: float, keep_up: bool, quiet: bool) -> dict[str, Any]:
     started = time.monotonic()
-    web = build_web(demo_web_config(seed, hosts, pages))
-    simweb = BackgroundSimWeb(web)
+    config = demo_web_config(seed, hosts, pages)
+    web = build_web(config)
+    log_dir = settings.root / "demo"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    simweb = SimWebProcess(config, log_dir / "simweb-requests.jsonl")
     proxy = simweb.start()
     if not quiet:
         console.print(f"simulated web: {len(web.pages)} pages on {len(web.hosts)} hosts, served at {proxy}")

@@ -1,4 +1,4 @@
-"""Serves a simulated web from a background thread (for the demo and the end-to-end tests)."""
+"""Serves a simulated web from a background thread of the calling process (for the end-to-end tests)."""
 
 from __future__ import annotations
 

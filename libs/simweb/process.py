@@ -1,0 +1,138 @@
+"""A simulated web served by a process of its own, judged from its request log afterwards.
+
+The request log is what a crawl's politeness is judged by: the end of each response and
+the start of the next request to the same host. A server that shares its process (and
+the GIL) with other busy Python stamps a response's end only once its thread runs again,
+which on a loaded machine can be tens of milliseconds after the bytes left: the gaps it
+measures come out shorter than the ones the crawler kept. In a process of its own the
+server stamps within the event loop turn that wrote the response, and its CPU is
+measured apart from the crawler's.
+
+    python -m libs.simweb.process CONFIG LOG_FILE [--no-gzip] [--render]
+
+serves the web that ``CONFIG`` (a :class:`SimWebConfig` pickled by :class:`SimWebProcess`)
+describes on a free loopback port, prints its address once listening, appends every
+request to ``LOG_FILE`` as a JSON line and stops on SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import pickle
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from libs.simweb import web as simweb_pages
+from libs.simweb.build import build_web
+from libs.simweb.clock import SimClock
+from libs.simweb.config import SimWebConfig
+from libs.simweb.request_log import RequestRecord, read_log_file
+from libs.simweb.server import SimWebServer
+from libs.simweb.web import SimWeb
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def render_all(web: SimWeb) -> SimWeb:
+    """Renders every page of ``web`` and keeps it, so that serving measures no page rendering."""
+    simweb_pages.HTML_CACHE_SIZE = max(simweb_pages.HTML_CACHE_SIZE, len(web.pages) + 1)
+    for url in web.pages:
+        web.html(url)
+    return web
+
+
+class SimWebProcess:
+    """The web of ``config`` served by a child process: ``start()`` returns its address (an HTTP proxy)."""
+
+    def __init__(self, config: SimWebConfig, log_file: Path, *, gzip: bool = True, render: bool = False) -> None:
+        """``gzip``: compress for clients that accept it; ``render``: render every page before serving."""
+        self.config = config
+        self.log_file = log_file
+        self.gzip = gzip
+        self.render = render
+        self.url = ""
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> str:
+        self.log_file.unlink(missing_ok=True)
+        config_file = self.log_file.with_name(self.log_file.name + ".config")
+        config_file.write_bytes(pickle.dumps(self.config))
+        argv = [sys.executable, "-m", "libs.simweb.process", str(config_file), str(self.log_file)]
+        argv += [] if self.gzip else ["--no-gzip"]
+        argv += ["--render"] if self.render else []
+        self._proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, text=True,
+                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().strip()  # "" when the child died first
+        if not line.startswith("http://"):
+            try:
+                code: int | None = self._proc.wait(5)
+            except subprocess.TimeoutExpired:  # alive, but printed something else
+                code = None
+            self.stop()
+            raise RuntimeError(f"the simulated web did not start (exit {code}): {line!r}")
+        self.url = line
+        return line
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise RuntimeError("the simulated web is not started")
+        return self._proc.pid
+
+    @property
+    def request_log(self) -> list[RequestRecord]:
+        """Every request served so far (a line being written at this moment may be left out)."""
+        return read_log_file(self.log_file) if self.log_file.exists() else []
+
+    def stop(self) -> None:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+async def serve(config: SimWebConfig, log_file: Path, *, gzip: bool, render: bool) -> None:
+    web = build_web(config)
+    if render:
+        render_all(web)
+    server = SimWebServer(web, SimClock.frozen(web.start_time), gzip=gzip, log_file=log_file)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await server.start()
+    try:
+        print(server.url, flush=True)
+        await stop.wait()
+    finally:
+        await server.stop()  # closes the log, so that every line is on disk
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m libs.simweb.process", description=__doc__.splitlines()[0])
+    parser.add_argument("config", type=Path, help="a SimWebConfig pickled by SimWebProcess")
+    parser.add_argument("log_file", type=Path)
+    parser.add_argument("--no-gzip", action="store_true")
+    parser.add_argument("--render", action="store_true")
+    args = parser.parse_args(argv)
+    config = pickle.loads(args.config.read_bytes())
+    if not isinstance(config, SimWebConfig):
+        print(f"error: {args.config} holds no SimWebConfig", file=sys.stderr)
+        return 2
+    asyncio.run(serve(config, args.log_file, gzip=not args.no_gzip, render=args.render))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
