@@ -6,7 +6,8 @@ the GIL) with other busy Python stamps a response's end only once its thread run
 which on a loaded machine can be tens of milliseconds after the bytes left: the gaps it
 measures come out shorter than the ones the crawler kept. In a process of its own the
 server stamps within the event loop turn that wrote the response, and its CPU is
-measured apart from the crawler's.
+measured apart from the crawler's; the web's objects are kept out of the garbage collector's
+full collections, which would otherwise pause it for tens of milliseconds.
 
     python -m libs.simweb.process CONFIG LOG_FILE [--no-gzip] [--render]
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import pickle
 import signal
@@ -106,6 +108,10 @@ async def serve(config: SimWebConfig, log_file: Path, *, gzip: bool, render: boo
     web = build_web(config)
     if render:
         render_all(web)
+    # The web's graph is some 160,000 objects for 5,000 pages, which a full garbage collection walks in
+    # about 45 ms: one that ran between a response's write and its end's stamp made a gap the crawler
+    # kept look 45 ms shorter. They never become garbage, so the collector leaves them out from now on.
+    gc.freeze()
     server = SimWebServer(web, SimClock.frozen(web.start_time), gzip=gzip, log_file=log_file)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
