@@ -30,7 +30,10 @@ from concurrent.futures.process import BrokenProcessPool
 
 from prometheus_client import Counter
 
+from libs.common.collector import tune_collector
 from libs.common.errors import PoisonMessage
+from libs.common.service import RuntimeSettings
+from libs.common.settings import load_settings
 from libs.common.wire import messages as pb
 from services.extractor.page_extractor import Extracted, ExtractionOptions, extract_pages
 
@@ -47,7 +50,8 @@ class ExtractionWorkerLost(RuntimeError):
 
 
 def _start_worker(env: dict[str, str], parent: int) -> None:
-    """In each worker, once: die with the parent, leave SIGINT (a terminal's Ctrl-C) to it, build the options.
+    """In each worker, once: die with the parent, leave SIGINT (a terminal's Ctrl-C) to it, build the options,
+    tune the garbage collector as the service's own process is (``libs.common.collector``).
 
     SIGTERM keeps its default: the pool terminates the workers left when one has died."""
     global _options
@@ -59,6 +63,8 @@ def _start_worker(env: dict[str, str], parent: int) -> None:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _options = ExtractionOptions.from_env(env)
+    # The service's collector policy: trafilatura and lxml are loaded, and stay out of every old pass.
+    tune_collector(load_settings(RuntimeSettings, env).gc_young_threshold)
 
 
 # What crosses between processes: serialized messages (the generated message classes do not pickle).

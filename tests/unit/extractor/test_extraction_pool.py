@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import subprocess
@@ -141,3 +142,16 @@ def test_workers_die_with_a_killed_service() -> None:
     finally:
         if service.poll() is None:
             service.kill()
+
+
+async def test_workers_take_the_services_collector_policy() -> None:
+    pool = ExtractionPool({**ENV, "TRAWL_GC_YOUNG_THRESHOLD": "1234"}, 2)
+    await pool.start()
+    try:
+        loop, executor = asyncio.get_running_loop(), pool._executor
+        thresholds = await asyncio.gather(*(loop.run_in_executor(executor, gc.get_threshold) for _ in range(4)))
+        frozen = await asyncio.gather(*(loop.run_in_executor(executor, gc.get_freeze_count) for _ in range(4)))
+    finally:
+        await pool.stop()
+    assert {t[0] for t in thresholds} == {1234}  # young passes every 1,234 objects, not Python's 700
+    assert min(frozen) > 10_000  # trafilatura, lxml and the options: out of every old-generation pass
