@@ -152,6 +152,17 @@ def run_demo(settings: StackSettings, env: Mapping[str, str], *, hosts: int, pag
         simweb.stop()
 
 
+def demo_failures(report: Mapping[str, Any]) -> list[str]:
+    """What the demo's own checks found wrong (empty when the crawl did what it should)."""
+    failures = []
+    if report.get("missed"):
+        failures.append(f"{report['missed']} reachable, allowed pages were not fetched")
+    politeness = report.get("politeness", {})
+    if not politeness.get("ok", False):
+        failures.append(f"politeness or robots.txt violated, by the server's request log: {politeness}")
+    return failures
+
+
 def run_real_crawl(settings: StackSettings, env: Mapping[str, str], urls: list[str], *, max_pages: int,
                    timeout: float) -> int:
     """Crawls real seed URLs; fails clearly (exit 3) when the internet cannot be reached."""

@@ -92,12 +92,16 @@ def demo(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Crawl the built-in simulated web on the local stack, show progress, print a summary."""
-    from cli.demo import run_demo
+    from cli.demo import demo_failures, run_demo
 
     summary = run_demo(_stack(), os.environ, hosts=hosts, pages=pages, seed=seed, timeout=timeout,
                        keep_up=keep_up, quiet=as_json)
     if as_json:
         print(json.dumps(summary, default=str))
+    if failures := demo_failures(summary):
+        for failure in failures:
+            print(f"trawl demo: {failure}", file=sys.stderr)
+        raise typer.Exit(1)
 
 
 @app.command()
