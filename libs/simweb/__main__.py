@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import gc
 import logging
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 from libs.simweb.build import build_web
 from libs.simweb.clock import SimClock
 from libs.simweb.config import SimWebConfig
+from libs.simweb.process import stop_on_signals
 from libs.simweb.rhythm import rhythmic_config
 from libs.simweb.server import SimWebServer
 
@@ -78,10 +78,7 @@ async def serve(args: argparse.Namespace) -> None:
         args.seeds_file.write_text("".join(f"{url}\n" for url in web.home_pages()), encoding="utf-8")
     server = SimWebServer(web, clock, host=args.host, port=args.port, log_file=args.log_file,
                           gzip=not args.no_gzip)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+    stop = stop_on_signals()
     await server.start()
     try:
         print(f"simulated web: {len(web.hosts)} hosts, {len(web.pages)} pages, clock x{args.speed:g} from "

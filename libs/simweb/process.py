@@ -104,6 +104,15 @@ class SimWebProcess:
             proc.wait(10)
 
 
+def stop_on_signals() -> asyncio.Event:
+    """An event that SIGINT or SIGTERM sets (call it from the running loop)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    return stop
+
+
 async def serve(config: SimWebConfig, log_file: Path, *, gzip: bool, render: bool) -> None:
     web = build_web(config)
     if render:
@@ -113,10 +122,7 @@ async def serve(config: SimWebConfig, log_file: Path, *, gzip: bool, render: boo
     # kept look 45 ms shorter. They never become garbage, so the collector leaves them out from now on.
     gc.freeze()
     server = SimWebServer(web, SimClock.frozen(web.start_time), gzip=gzip, log_file=log_file)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+    stop = stop_on_signals()
     await server.start()
     try:
         print(server.url, flush=True)
