@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.e2e_vs_scrapy import log_figures
 from bench.harness import machine
-from bench.simweb_process import ServedWeb, WebSpec, rendered_web
+from bench.simweb_process import WebSpec, rendered_web, served_web
 from bench.trawl_stack_run import crawl_with_stack
 from cli.stack.layout import SERVICES
 
@@ -33,7 +33,7 @@ PARTS = (*SERVICES, "postgres", "broker", "simweb")
 
 def crawl_once(spec: WebSpec, folder: Path) -> dict[str, Any]:
     web = rendered_web(spec.config)
-    served = ServedWeb(spec, folder / f"costs-{spec.pages}.log")
+    served = served_web(spec, folder / f"costs-{spec.pages}.log")
     served.start()
     try:
         crawl = crawl_with_stack(served, web.home_pages(), watch_lag=False)

@@ -49,7 +49,7 @@ from typing import Any
 
 from bench.harness import REPO, Series, machine
 from bench.proc_usage import PartUsage, Sampler
-from bench.simweb_process import ServedWeb, WebSpec, rendered_web
+from bench.simweb_process import WebSpec, rendered_web, served_web
 from bench.trawl_stack_run import StackCrawl, crawl_with_stack
 from cli.demo import DEMO_ENV
 from libs.simweb import SimWeb
@@ -123,7 +123,7 @@ def _cpu_per_page(usage: dict[str, PartUsage], pages: int) -> dict[str, float]:
 
 
 def run_trawl(work: Workload, folder: Path, overrides: dict[str, str]) -> tuple[LogFigures, StackCrawl]:
-    web = ServedWeb(work.spec, folder / "trawl.log")
+    web = served_web(work.spec, folder / "trawl.log")
     web.start()
     try:
         crawl = crawl_with_stack(web, work.web.home_pages(), overrides=overrides)
@@ -133,7 +133,7 @@ def run_trawl(work: Workload, folder: Path, overrides: dict[str, str]) -> tuple[
 
 
 def run_scrapy(work: Workload, folder: Path, processes: int) -> tuple[LogFigures, dict[str, PartUsage]]:
-    web = ServedWeb(work.spec, folder / f"scrapy-{processes}.log")
+    web = served_web(work.spec, folder / f"scrapy-{processes}.log")
     proxy = web.start()
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("no_proxy", "https_proxy", "all_proxy")}
     env.update({"http_proxy": proxy, "PYTHONUNBUFFERED": "1"})
@@ -153,7 +153,7 @@ def run_scrapy(work: Workload, folder: Path, processes: int) -> tuple[LogFigures
             if p.wait() != 0:
                 raise RuntimeError(f"a Scrapy process failed with {p.returncode}")
         usage = sampler.stop()
-        return log_figures(web.log(), work.web), usage
+        return log_figures(web.request_log, work.web), usage
     finally:
         for p in spiders:
             if p.poll() is None:

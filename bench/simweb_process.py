@@ -15,7 +15,6 @@ from pathlib import Path
 
 from libs.simweb import SimWeb, SimWebConfig, build_web
 from libs.simweb.process import SimWebProcess, render_all
-from libs.simweb.request_log import RequestRecord
 
 
 def web_config(seed: int, hosts: int, pages: int) -> SimWebConfig:
@@ -42,16 +41,6 @@ class WebSpec:
         return web_config(self.seed, self.hosts, self.pages)
 
 
-class ServedWeb(SimWebProcess):
-    """A server process for one crawl: ``start()`` returns the proxy address; ``log()`` reads its requests."""
-
-    def __init__(self, spec: WebSpec, log_file: Path) -> None:
-        super().__init__(spec.config, log_file, gzip=False, render=True)
-        self.spec = spec
-
-    @property
-    def proxy(self) -> str:
-        return self.url
-
-    def log(self) -> list[RequestRecord]:
-        return self.request_log
+def served_web(spec: WebSpec, log_file: Path) -> SimWebProcess:
+    """A server process for one crawl of ``spec``'s web: pre-rendered, uncompressed."""
+    return SimWebProcess(spec.config, log_file, gzip=False, render=True)

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.proc_usage import PartUsage, Sampler
-from bench.simweb_process import ServedWeb
 from cli.demo import DEMO_ENV
 from cli.stack import local_stack
 from cli.stack.layout import SERVICES, StackSettings, run_dir
 from libs.common.settings import load_settings
 from libs.localinfra import procs
 from libs.localinfra.pgadmin import create_database, drop_database
+from libs.simweb.process import SimWebProcess
 from libs.simweb.request_log import RequestRecord
 
 DATABASE = "trawl_bench"
@@ -102,7 +102,7 @@ def stack_parts(settings: StackSettings) -> dict[str, tuple[int, bool]]:
     return parts
 
 
-def crawl_with_stack(web: ServedWeb, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
+def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
                      timeout: float = 900.0, watch_lag: bool = True) -> StackCrawl:
     home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
     home.chmod(0o755)  # the PostgreSQL account must be able to enter it
@@ -112,7 +112,7 @@ def crawl_with_stack(web: ServedWeb, seeds: list[str], *, overrides: Mapping[str
         admin_dsn = local_stack.ensure_postgres(settings, env)
         drop_database(admin_dsn, DATABASE)
         create_database(admin_dsn, DATABASE)
-        stack_env_ = {**env, **DEMO_ENV, "TRAWL_FETCHER_PROXY": web.proxy, "TRAWL_TOPIC_PREFIX": "bench.",
+        stack_env_ = {**env, **DEMO_ENV, "TRAWL_FETCHER_PROXY": web.url, "TRAWL_TOPIC_PREFIX": "bench.",
                       "TRAWL_FETCHER_WARC_DIR": "", **(overrides or {})}
         state = local_stack.up(settings, stack_env_, database=DATABASE)
         sampler = Sampler({**stack_parts(settings), "simweb": (web.pid, False)})
@@ -143,7 +143,7 @@ def crawl_with_stack(web: ServedWeb, seeds: list[str], *, overrides: Mapping[str
             seconds = (idle_since or now) - started
         usage = sampler.stop()
         return StackCrawl(
-            log=web.log(), usage=usage, seconds_to_idle=seconds, stats=stats,
+            log=web.request_log, usage=usage, seconds_to_idle=seconds, stats=stats,
             max_lag={s: max(v) for s, v in lags.items() if v},
             mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v},
         )
