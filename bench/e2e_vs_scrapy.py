@@ -209,7 +209,9 @@ def compare(work: Workload, repeat: int, overrides: dict[str, str], folder: Path
             c.figures.append(figures)
             c.cpu_ms_per_page.append(_cpu_per_page(crawl.usage, figures.pages))
             c.lag.append({"max": crawl.max_lag, "mean": {k: round(v, 1) for k, v in crawl.mean_lag.items()},
-                          "seconds_to_idle": round(crawl.seconds_to_idle, 1)})
+                          "seconds_to_idle": round(crawl.seconds_to_idle, 1),
+                          "messages_per_page": {t.removeprefix("trawl."): round(n / max(figures.pages, 1), 2)
+                                                for t, n in sorted(crawl.messages.items()) if n}})
         return run
 
     def scrapy(processes: int) -> Callable[[], None]:
@@ -312,6 +314,7 @@ def print_summary(s: dict[str, Any]) -> None:
                          for i, lag in enumerate(s["contenders"].get(n, {}).get("lag", []))):
         print(f"  {name} run {i + 1}: seeding to idle {lag['seconds_to_idle']} s; consumer lag max {lag['max']},"
               f" mean {lag['mean']}")
+        print(f"    messages per page by topic: {lag['messages_per_page']}")
     print("  CPU (medians): ms per page, busiest part (a service with its worker processes), and the rate that"
           " allows on two idle cores")
     trawl_cpu = s["contenders"].get("trawl", {}).get("cpu", {})

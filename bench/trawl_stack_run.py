@@ -26,7 +26,9 @@ from bench.proc_usage import PartUsage, Sampler
 from cli.demo import DEMO_ENV
 from cli.stack import local_stack
 from cli.stack.layout import SERVICES, StackSettings, run_dir
+from libs.common.kafka.ends import watermarks
 from libs.common.settings import load_settings
+from libs.common.topics import ALL_TOPICS
 from libs.localinfra import procs
 from libs.localinfra.pgadmin import create_database, drop_database
 from libs.simweb.process import SimWebProcess
@@ -47,6 +49,7 @@ class StackCrawl:
     max_lag: dict[str, int] = field(default_factory=dict)  # service -> largest total lag seen
     mean_lag: dict[str, float] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)  # topic -> messages written during the crawl
 
 
 def _bindable(port: int) -> bool:
@@ -102,6 +105,16 @@ def stack_parts(settings: StackSettings) -> dict[str, tuple[int, bool]]:
     return parts
 
 
+def topic_messages(bootstrap: str, prefix: str) -> dict[str, int]:
+    """Messages on each of the crawl's topics (high less low watermark, over its partitions)."""
+    tps = [(prefix + t.name, p) for t in ALL_TOPICS for p in range(t.partitions)]
+    counts: dict[str, int] = {}
+    for (name, _), (low, high) in watermarks(bootstrap, tps, timeout=10.0).items():
+        topic = name.removeprefix(prefix)
+        counts[topic] = counts.get(topic, 0) + high - low
+    return counts
+
+
 def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
                      timeout: float = 900.0, watch_lag: bool = True) -> StackCrawl:
     home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
@@ -142,10 +155,11 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
                 time.sleep(0.25)
             seconds = (idle_since or now) - started
         usage = sampler.stop()
+        messages = topic_messages(state.bootstrap, stack_env_["TRAWL_TOPIC_PREFIX"])
         return StackCrawl(
             log=web.request_log, usage=usage, seconds_to_idle=seconds, stats=stats,
             max_lag={s: max(v) for s, v in lags.items() if v},
-            mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v},
+            mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v}, messages=messages,
         )
     finally:
         local_stack.down(settings)

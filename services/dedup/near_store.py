@@ -3,9 +3,9 @@
 One transaction per batch: read the stored rows of the batch's URLs, look up the candidates
 of every band key (at most :data:`CANDIDATES_PER_BAND` per key, so a band shared by
 thousands of boilerplate pages costs no more than any other), place each document
-(:mod:`services.dedup.near_clusters`), then store the new sketches and band keys (COPY into
-a staging table). Idempotent: a URL whose stored sketch has the same content fingerprint
-gets its stored answer back and nothing is written. A URL's newer content replaces its
+(:mod:`services.dedup.near_clusters`), then store the new sketches and band keys (COPY, after
+dropping those of a URL's replaced sketch). Idempotent: a URL whose stored sketch has the same
+content fingerprint gets its stored answer back and nothing is written. A URL's newer content replaces its
 sketch and band keys; an older one is judged but not stored.
 
 Documents of one cluster are on different partitions of trawl.documents, so two replicas
@@ -62,8 +62,6 @@ ON CONFLICT (url_fp) DO UPDATE SET url = excluded.url, content_fp = excluded.con
     representative_seq = excluded.representative_seq, similarity = excluded.similarity,
     fetched_at_ms = excluded.fetched_at_ms, indexed_at = now()
 """
-_BANDS_STAGE = "CREATE TEMP TABLE IF NOT EXISTS stage_near_bands (band_key int8, url_fp int8) ON COMMIT DELETE ROWS"
-_MERGE_BANDS = "INSERT INTO dedup.near_bands SELECT * FROM stage_near_bands ON CONFLICT DO NOTHING"
 # COPY's binary format (PostgreSQL docs, "COPY", Binary Format): a header, then per row the field count and each
 # field's byte length and big-endian value, then -1 as the field count. All band rows are laid out in one array.
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags, header extension length
@@ -178,9 +176,10 @@ class NearDuplicateIndex:
             [p.representative_seq for _, p in placed], [p.similarity for _, p in placed],
             [c.fetched_at_ms for c, _ in placed],
         ))
-        await conn.execute(_BANDS_STAGE, prepare=False)
+        # Straight in: a URL's stored band rows were just dropped, so none of its new ones can be there.
+        # Only a second replica storing the same URL at the same moment can make the COPY fail on the
+        # key; the batch is then retried and finds that URL's stored sketch.
         async with conn.cursor() as cursor, cursor.copy(
-            "COPY stage_near_bands (band_key, url_fp) FROM STDIN (FORMAT BINARY)"
+            "COPY dedup.near_bands (band_key, url_fp) FROM STDIN (FORMAT BINARY)"
         ) as copy:
             await copy.write(band_rows_copy([claim for claim, _ in placed]))
-        await conn.execute(_MERGE_BANDS)

@@ -49,6 +49,8 @@ ON CONFLICT DO NOTHING
 
 # Returns each page's depth and the fetch time of the out-links stored before this batch
 # (the CTE reads the rows as they were: every part of one statement sees one snapshot).
+# links_at is set whenever out-links are written (the transaction's time when the page's own is
+# unknown), so an empty links_at means no out-link of the page is stored.
 _UPDATE_PAGES = """
 WITH v AS (
     SELECT x.host_id, x.url_fp, x.depth, to_timestamp(NULLIF(x.ms, 0) / 1000.0) AS fetched_at
@@ -58,7 +60,7 @@ WITH v AS (
 )
 UPDATE linkbase.urls AS u
 SET depth = LEAST(u.depth, v.depth), fetched_at = GREATEST(u.fetched_at, v.fetched_at),
-    links_at = GREATEST(u.links_at, v.fetched_at)
+    links_at = COALESCE(GREATEST(u.links_at, v.fetched_at), now())
 FROM v JOIN before USING (host_id, url_fp)
 WHERE u.host_id = v.host_id AND u.url_fp = v.url_fp
 RETURNING u.url_fp, u.depth, (extract(epoch FROM before.links_at) * 1000)::bigint
@@ -208,15 +210,18 @@ class LinkStore:
         all_links = batch.links
         budgeted = await self._budget.enforce(conn, all_links, batch.bad_links, targets_of(all_links, depths))
         links, bad = budgeted.links, budgeted.bad_links
-        recrawled = [p for p in pages if p.ref.fp not in first_time]
+        # A page with no stored out-links (fetched for the first time, or its links_at empty: see
+        # _UPDATE_PAGES) has none to replace, and its links go straight in with COPY. Two writers of
+        # one page at once (a partition changing hands mid-batch) both see it empty: the second's
+        # COPY then fails on the primary key, and the batch's retry finds links_at set.
+        unlinked = first_time | {fp for fp, _, previous in updated if previous is None}
+        recrawled = [p for p in pages if p.ref.fp not in unlinked]
         before: dict[int, set[int]] = {}
         if recrawled:
             before = await self._replace_stale(conn, recrawled, {(r.source.fp, r.target.fp) for r in links},
                                                {(r.source_fp, r.href_hash) for r in bad})
-        # A page fetched for the first time has no stored out-links (links are only stored with
-        # the page's own fetch, which marks it fetched): its links go straight in with COPY.
-        fresh = [r for r in links if r.source.fp in first_time]
-        known = [r for r in links if r.source.fp not in first_time]
+        fresh = [r for r in links if r.source.fp in unlinked]
+        known = [r for r in links if r.source.fp not in unlinked]
         for rows, into in ((fresh, "linkbase.links"), (known, None)):
             if not rows:
                 continue

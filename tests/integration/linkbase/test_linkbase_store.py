@@ -131,6 +131,43 @@ async def test_a_recrawl_replaces_the_out_links(linkbase_db: Database) -> None:
     assert await _host(linkbase_db, "a.test") == (1, True)
 
 
+async def test_a_page_marked_fetched_before_its_links_arrive_has_no_stored_links_to_look_up(
+    linkbase_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its document and outcome mark it fetched first; its links still go straight in, and a re-fetch replaces them."""
+    store = LinkStore(linkbase_db)
+    looked_up: list[list[str]] = []
+    replace_stale = store._replace_stale
+
+    async def spy(conn: Any, pages: Any, links: Any, bad: Any) -> dict[int, set[int]]:
+        looked_up.append([p.ref.url for p in pages])
+        return await replace_stale(conn, pages, links, bad)
+
+    monkeypatch.setattr(store, "_replace_stale", spy)
+    await _write(store, _record(DOCUMENTS, pb.Document(url="http://a.test/", content_fingerprint="c1",
+                                                       fetched_at_ms=1_700_000_000_000)),
+                 _record(FETCH_OUTCOMES, pb.FetchOutcome(request_id="r1", url="http://a.test/", http_status=200,
+                                                         status=pb.FETCH_STATUS_OK)))
+    assert (await _url(linkbase_db, "http://a.test/"))["fetched"]
+    await _write(store, _page("http://a.test/", ["http://a.test/1", "http://a.test/2"]))
+    assert looked_up == []
+    await _write(store, _page("http://a.test/", ["http://a.test/2", "http://a.test/3"]))
+    assert looked_up == [["http://a.test/"]]
+    targets = {row[2] for row in (await _snapshot(linkbase_db))["links"]}
+    assert targets == {url_fingerprint("http://a.test/2"), url_fingerprint("http://a.test/3")}
+
+
+async def test_links_stored_without_a_fetch_time_are_still_replaced_by_a_re_fetch(linkbase_db: Database) -> None:
+    store = LinkStore(linkbase_db)
+    undated = pb.PageLinks(url="http://a.test/", links=[pb.Link(url=t, link_class=pb.LINK_CLASS_INTERNAL)
+                                                       for t in ("http://a.test/1", "http://a.test/2")])
+    await _write(store, _record(PAGE_LINKS, undated))
+    for _ in range(2):  # the second time the same links again: nothing to add, nothing removed
+        await _write(store, _page("http://a.test/", ["http://a.test/2", "http://a.test/3"]))
+    targets = {row[2] for row in (await _snapshot(linkbase_db))["links"]}
+    assert targets == {url_fingerprint("http://a.test/2"), url_fingerprint("http://a.test/3")}
+
+
 async def test_fetch_outcomes_history_status_and_host_availability(linkbase_db: Database) -> None:
     store = LinkStore(linkbase_db)
     await _write(
