@@ -5,7 +5,8 @@ content version. Verdicts set its duplicate state (unique, exact copy, near-dupl
 cluster's representative) and keep per-path counts of judged pages and duplicates, the
 trap signal the outbox passes to the scheduler. Outcomes go into the fetch history, set the
 URL's last status, and a fetch of a host's home page sets the host's availability.
-All statements are idempotent; each is one round trip for the whole batch.
+All statements are idempotent; each is one round trip for the whole batch. The URLs' rows are
+there already: the store gives every URL of the batch its row first, in the same transaction.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from psycopg import AsyncConnection
 
 from services.linkbase.batch import LinkbaseBatch
 from services.linkbase.rows import path_key
-from services.linkbase.seen import ensure_urls
 
 Conn = AsyncConnection[Any]
 
@@ -101,7 +101,6 @@ async def write_documents(conn: Conn, batch: LinkbaseBatch) -> None:
     docs = sorted(batch.documents.values(), key=lambda d: d.ref.key)
     if not docs:
         return
-    await ensure_urls(conn, [d.ref for d in docs], fetched=True)
     await conn.execute(_UPDATE_DOCUMENTS, (
         [d.ref.host_id for d in docs], [d.ref.fp for d in docs], [d.title for d in docs],
         [d.content_fp for d in docs], [d.published_at_ms for d in docs], [d.language for d in docs],
@@ -119,7 +118,6 @@ async def write_verdicts(conn: Conn, batch: LinkbaseBatch) -> None:
     verdicts = sorted(batch.verdicts.values(), key=lambda v: v.ref.key)
     if not verdicts:
         return
-    await ensure_urls(conn, [v.ref for v in verdicts], fetched=True)
     cur = await conn.execute(_UPDATE_VERDICTS, (
         [v.ref.host_id for v in verdicts], [v.ref.fp for v in verdicts], [v.dup_state for v in verdicts],
         [v.duplicate_of for v in verdicts], [v.similarity for v in verdicts],
@@ -141,8 +139,6 @@ async def write_outcomes(conn: Conn, batch: LinkbaseBatch) -> None:
     if not batch.outcomes:
         return
     rows = sorted(batch.outcomes.values(), key=lambda r: (r.ref.key, r.request_id))
-    await ensure_urls(conn, [r.ref for r in rows if r.succeeded], fetched=True)
-    await ensure_urls(conn, [r.ref for r in rows if not r.succeeded], fetched=False)
     await conn.execute(_INSERT_FETCHES, (
         [r.ref.host_id for r in rows], [r.ref.fp for r in rows], [r.request_id for r in rows],
         [r.attempt for r in rows], [r.status for r in rows], [r.http_status for r in rows],

@@ -34,7 +34,7 @@ from services.linkbase.batch import LinkbaseBatch
 from services.linkbase.history import RevealedChild, revealed_children, write_history
 from services.linkbase.host_budget import HostBudget
 from services.linkbase.known_targets import KnownTargets
-from services.linkbase.rows import PageRow, TargetRow, targets_of
+from services.linkbase.rows import PageRow, TargetRow, UrlRef, targets_of
 from services.linkbase.seen import ensure_urls
 
 log = logging.getLogger(__name__)
@@ -148,6 +148,13 @@ class Written:
     revealed: list[RevealedChild]
 
 
+def fetched_refs(batch: LinkbaseBatch) -> list[UrlRef]:
+    """The URLs a batch reports fetched: its pages, documents, verdicts (a verdict implies a fetch) and
+    successful outcomes."""
+    return [*(p.ref for p in batch.page_rows), *(d.ref for d in batch.documents.values()),
+            *(v.ref for v in batch.verdicts.values()), *(r.ref for r in batch.outcomes.values() if r.succeeded)]
+
+
 class LinkStore:
     """Applies :class:`LinkbaseBatch` es: in one transaction each, or with their targets merged later.
 
@@ -180,7 +187,11 @@ class LinkStore:
 
     async def _write_own_rows(self, conn: Conn, batch: LinkbaseBatch) -> Written:
         await self._write_hosts(conn, batch)
-        written = await self._write_page_links(conn, batch)
+        # Every URL the batch names gets its row first, in one statement for the fetched ones (their
+        # pages, documents, verdicts and successful outcomes) and one for the others.
+        first_time = await ensure_urls(conn, fetched_refs(batch), fetched=True)
+        await ensure_urls(conn, [r.ref for r in batch.outcomes.values() if not r.succeeded], fetched=False)
+        written = await self._write_page_links(conn, batch, first_time)
         await write_documents(conn, batch)
         await write_verdicts(conn, batch)
         await write_outcomes(conn, batch)
@@ -194,11 +205,11 @@ class LinkStore:
                 ([r.host_id for r in rows], [r.host for r in rows], [r.registered_domain for r in rows]),
             )
 
-    async def _write_page_links(self, conn: Conn, batch: LinkbaseBatch) -> Written:
+    async def _write_page_links(self, conn: Conn, batch: LinkbaseBatch, first_time: set[int]) -> Written:
+        """``first_time``: the URLs this transaction recorded as fetched for the first time."""
         pages = sorted(batch.page_rows, key=lambda p: p.ref.key)
         if not pages:
             return Written([], [])
-        first_time = await ensure_urls(conn, [p.ref for p in pages], fetched=True)
         cur = await conn.execute(
             _UPDATE_PAGES,
             ([p.ref.host_id for p in pages], [p.ref.fp for p in pages], [p.depth for p in pages],
