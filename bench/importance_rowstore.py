@@ -117,8 +117,11 @@ class RowStoreHandler:
             )
             await conn.execute("UPDATE rowstore_totals SET virtual = %s, dividend = %s, uncrawled = %s, history = %s"
                                " WHERE id = 1", (virtual, dividend, uncrawled, history))
+        by_host: dict[str, pb.ImportanceUpdates] = {}
         for r in out:
             cash = r.cash + (0.0 if r.crawled else dividend - r.mark)
-            self._producer.send(IMPORTANCE_UPDATES, r.host, pb.ImportanceUpdate(
-                url=r.url, host=r.host, cash=cash, history=r.history, importance=0.0))
+            message = by_host.setdefault(r.host, pb.ImportanceUpdates(host=r.host))
+            message.updates.add(url=r.url, host=r.host, cash=cash, history=r.history, importance=0.0)
+        for host, message in by_host.items():
+            self._producer.send(IMPORTANCE_UPDATES, host, message)
         await self._producer.flush()

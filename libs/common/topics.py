@@ -91,7 +91,7 @@ DISCOVERED_URLS = Topic(
 )
 IMPORTANCE_UPDATES = Topic(
     "trawl.importance-updates",
-    pb.ImportanceUpdate,
+    pb.ImportanceUpdates,
     key="host",
     why="Keyed by host so that the scheduler partition that owns a host receives its priorities.",
 )

@@ -31,7 +31,7 @@ from services.importance.engine import OpicConfig, OpicEngine
 from services.importance.shard import Shard
 from services.importance.state_codec import encode_delta, encode_snapshot
 from services.importance.transfers import outbox_rows
-from services.importance.updates import encode_update, update_tail
+from services.importance.updates import UPDATES_PER_MESSAGE, encode_update, encode_updates, update_tail
 
 log = logging.getLogger(__name__)
 
@@ -153,14 +153,21 @@ class OwnedPartitions:
 
     # committing --------------------------------------------------------------------------
     async def announce(self, states: Sequence[PartitionState], now_ms: int) -> int:
-        """Sends an importance update for every page announced by ``states`` and flushes; returns how many."""
+        """Sends an importance update for every page announced by ``states``, grouped by host, and flushes;
+        returns how many pages."""
         sent = 0
-        send, topic, tail = self._producer.send_raw, self._updates_topic, update_tail(now_ms)
+        tail = update_tail(now_ms)
+        by_host: dict[str, list[bytes]] = {}
         for state in states:
             for a in state.shard.announcements():
-                host = a.host
-                send(topic, host.encode("utf-8"), encode_update(a.url, host, a.cash, a.history, a.importance, tail))
+                by_host.setdefault(a.host, []).append(
+                    encode_update(a.url, a.host, a.cash, a.history, a.importance, tail))
                 sent += 1
+        send, topic = self._producer.send_raw, self._updates_topic
+        for host, updates in by_host.items():
+            key = host.encode("utf-8")
+            for start in range(0, len(updates), UPDATES_PER_MESSAGE):
+                send(topic, key, encode_updates(host, updates[start : start + UPDATES_PER_MESSAGE]))
         await self._producer.flush()
         return sent
 

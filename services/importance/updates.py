@@ -3,12 +3,19 @@
 A batch announces tens of thousands of pages; building an ``ImportanceUpdate`` and
 serialising it costs about twice what the few concatenations here do. ``encode_update``
 returns exactly the bytes ``pb.ImportanceUpdate(...).SerializeToString()`` returns (proto3:
-fields in number order, empty strings and +0.0 left out), which a unit test checks.
+fields in number order, empty strings and +0.0 left out), and ``encode_updates`` those of
+``pb.ImportanceUpdates(host=..., updates=[...])``, the topic's message: one per host and round
+(at most :data:`UPDATES_PER_MESSAGE` entries), which unit tests check.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+
+UPDATES_PER_MESSAGE = 500
+"""Entries of one ``ImportanceUpdates`` message (about 100 bytes each): a host with more announced in one
+round gets several messages."""
 
 _DOUBLE = struct.Struct("<d")
 _ALL_DOUBLES = struct.Struct("<BdBdBd")
@@ -50,3 +57,11 @@ def encode_update(url: str, host: str, cash: float, history: float, importance: 
     c, hi, im = _DOUBLE.pack(cash), _DOUBLE.pack(history), _DOUBLE.pack(importance)
     return b"".join((head, b"\x19" + c if c != _ZERO else b"", b"\x21" + hi if hi != _ZERO else b"",
                      b"\x29" + im if im != _ZERO else b"", tail))
+
+
+def encode_updates(host: str, updates: Sequence[bytes]) -> bytes:
+    """``ImportanceUpdates(host, updates)`` serialised, each of ``updates`` an ``encode_update`` result."""
+    parts = [_field(b"\x0a", host.encode("utf-8"))]
+    for update in updates:
+        parts.append(b"\x12" + varint(len(update)) + update)
+    return b"".join(parts)

@@ -79,9 +79,10 @@ class SchedulerHandler:
                 new.append(NewUrl(fp, url, host, max(0, msg.depth), _SOURCES.get(msg.source, "link"),
                                   discovered_from=msg.discovered_from, path_key=msg.path_key[:300],
                                   path_penalty=min(max(msg.path_penalty, 0.0), MAX_PATH_PENALTY)))
-            elif record.topic is IMPORTANCE_UPDATES:
-                url, host, fp = _checked(msg.url)
-                priorities.append(Priority(fp, url, host, crawl_priority(float(msg.cash))))
+            elif record.topic is IMPORTANCE_UPDATES:  # one host's pages: a URL that is not valid spoils the message
+                for update in msg.updates:
+                    url, host, fp = _checked(update.url)
+                    priorities.append(Priority(fp, url, host, crawl_priority(float(update.cash))))
             elif record.topic is PAGE_LINK_COUNTS:
                 url, host, fp = _checked(msg.url)
                 external.setdefault(fp, (host, max(0, msg.external_links)))  # the first count of a page wins

@@ -215,8 +215,10 @@ async def test_importance_updates_carry_each_touched_pages_cash_keyed_by_host(en
         while msgs := reader.consume(1000, 1.0):
             for m in msgs:
                 if m.error() is None:
-                    update = pb.ImportanceUpdate.FromString(m.value() or b"")
-                    latest[update.url] = ((m.key() or b"").decode(), update)
+                    message = pb.ImportanceUpdates.FromString(m.value() or b"")
+                    assert message.host == (m.key() or b"").decode()
+                    for update in message.updates:
+                        latest[update.url] = (message.host, update)
     finally:
         reader.close()
     crawled = {WEB.urls[n] for n in order[:30]}

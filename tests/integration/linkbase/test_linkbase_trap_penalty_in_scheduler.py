@@ -61,8 +61,9 @@ async def test_a_duplicate_heavy_path_lowers_its_urls_priority(linkbase_db: Data
         await handler([
             _record(DISCOVERED_URLS, pb.DiscoveredUrl(url="http://a.test/cal/8", depth=1, path_key="a.test/cal")),
             _record(DISCOVERED_URLS, pb.DiscoveredUrl(url="http://a.test/news/1", depth=1, path_key="a.test/news")),
-            _record(IMPORTANCE_UPDATES, pb.ImportanceUpdate(url="http://a.test/cal/8", cash=1.0)),
-            _record(IMPORTANCE_UPDATES, pb.ImportanceUpdate(url="http://a.test/news/1", cash=1.0)),
+            _record(IMPORTANCE_UPDATES, pb.ImportanceUpdates(host="a.test", updates=[
+                pb.ImportanceUpdate(url="http://a.test/cal/8", cash=1.0),
+                pb.ImportanceUpdate(url="http://a.test/news/1", cash=1.0)])),
         ])
         before = await _priorities(db)
         assert before["http://a.test/cal/8"][:2] == before["http://a.test/news/1"][:2] == (1.0, 0.0)
@@ -70,7 +71,8 @@ async def test_a_duplicate_heavy_path_lowers_its_urls_priority(linkbase_db: Data
         await handler([_record(DISCOVERED_URLS, pb.DiscoveredUrl(
             url="http://a.test/cal/9", depth=1, path_key="a.test/cal", path_penalty=penalties[(trap.host_id,
                                                                                                 "a.test/cal")]))])
-        await handler([_record(IMPORTANCE_UPDATES, pb.ImportanceUpdate(url="http://a.test/cal/9", cash=2.0))])
+        await handler([_record(IMPORTANCE_UPDATES, pb.ImportanceUpdates(
+            host="a.test", updates=[pb.ImportanceUpdate(url="http://a.test/cal/9", cash=2.0)]))])
         after = await _priorities(db)
         assert after["http://a.test/cal/8"][:2] == pytest.approx((0.1, 0.9))
         assert after["http://a.test/cal/9"][:2] == pytest.approx((0.2, 0.9))

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from libs.common.wire import messages as pb
-from services.importance.updates import encode_update, update_tail
+from services.importance.updates import encode_update, encode_updates, update_tail
 
 doubles = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 1e-300, float("inf")]), st.floats())
 
@@ -25,3 +25,12 @@ def test_a_typical_update_decodes_to_its_fields() -> None:
     update = pb.ImportanceUpdate.FromString(raw)
     assert (update.url, update.host, update.cash, update.history, update.importance, update.updated_at_ms) == (
         "http://a.example/x.html", "a.example", 0.25, 0.0, 1e-6, 1_700_000_000_000)
+
+
+@given(st.text(max_size=200), st.lists(st.tuples(st.text(max_size=100), doubles), max_size=5))
+def test_encoded_batches_equal_protobuf_serialisation(host: str, pages: list[tuple[str, float]]) -> None:
+    entries = [encode_update(url, host, cash, 0.0, 1.0, update_tail(7)) for url, cash in pages]
+    expected = pb.ImportanceUpdates(host=host, updates=[
+        pb.ImportanceUpdate(url=url, host=host, cash=cash, history=0.0, importance=1.0, updated_at_ms=7)
+        for url, cash in pages]).SerializeToString()
+    assert encode_updates(host, entries) == expected

@@ -606,7 +606,7 @@ Global___DiscoveredUrl: _TypeAlias = DiscoveredUrl  # noqa: Y015
 
 @_typing.final
 class ImportanceUpdate(_message.Message):
-    """New importance (OPIC cash) of a URL. Topic: trawl.importance-updates, key: host."""
+    """New importance (OPIC cash) of a URL, one entry of ImportanceUpdates."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -639,6 +639,34 @@ class ImportanceUpdate(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ImportanceUpdate: _TypeAlias = ImportanceUpdate  # noqa: Y015
+
+@_typing.final
+class ImportanceUpdates(_message.Message):
+    """New importance of pages of one host, in the order the importance service announced them (a
+    later entry for the same URL supersedes an earlier one). Topic: trawl.importance-updates,
+    key: host. One message per host and announcement round, at most a few hundred entries each.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HOST_FIELD_NUMBER: _builtins.int
+    UPDATES_FIELD_NUMBER: _builtins.int
+    host: _builtins.str
+    @_builtins.property
+    def updates(self) -> _containers.RepeatedCompositeFieldContainer[Global___ImportanceUpdate]: ...
+    def __init__(
+        self,
+        *,
+        host: _builtins.str = ...,
+        updates: _abc.Iterable[Global___ImportanceUpdate] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["host", b"host", "updates", b"updates"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ImportanceUpdates: _TypeAlias = ImportanceUpdates  # noqa: Y015
 
 @_typing.final
 class CashTransfer(_message.Message):
