@@ -24,8 +24,9 @@ class RequestRecord:
 
     ``started_at`` and ``finished_at`` are ``time.monotonic()`` readings (when the
     handler began, and right before the response's body was handed to the socket, or
-    when a hostile answer written as it goes ended); ``wall_time`` is ``time.time()`` at the start, for correlating with
-    other processes. ``path`` includes the query string, as received.
+    when a hostile answer written as it goes ended); ``wall_time`` is ``time.time()``
+    at the start, for correlating with other processes. ``path`` includes the query
+    string, as received.
     """
 
     started_at: float
