@@ -246,8 +246,12 @@ def _rss_kb(pid: int, field_name: str) -> int:
     return 0
 
 
-def service_run(dsn: str, bootstrap: str, args: Any, run: int) -> Sample:
-    """The scheduler service on ``dsn`` until the stand-in fetcher got ``args.requests`` requests."""
+def service_run(dsn: str, bootstrap: str, args: Any, run: int, floor_writes: int = 0) -> Sample:
+    """The scheduler service on ``dsn`` until the stand-in fetcher got ``args.requests`` requests.
+
+    With ``floor_writes`` (1 or 2) the floor process of ``bench/scheduler_floor.py`` stands in for
+    the scheduler, with the same budget, round size and outcome batch.
+    """
     prefix = f"bench{uuid.uuid4().hex[:8]}."
     kafka = KafkaSettings(bootstrap=bootstrap, topic_prefix=prefix)
     create_topics(bootstrap, [(kafka.topic(t.name), t.partitions) for t in ALL_TOPICS])
@@ -269,7 +273,11 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int) -> Sample:
     )
     started = time.perf_counter()
     profile = ["-m", "cProfile", "-o", f"{args.profile}.{run}"] if args.profile else []
-    scheduler = subprocess.Popen([sys.executable, *profile, "-m", "services.scheduler"], cwd=REPO, env=env,
+    command = [*profile, "-m", "services.scheduler"]
+    if floor_writes:
+        command = ["-m", "bench.scheduler_floor", dsn, bootstrap, prefix, str(args.requests + args.in_flight),
+                   str(args.in_flight), str(args.batch), str(SchedulerSettings().consumer_batch), str(floor_writes)]
+    scheduler = subprocess.Popen([sys.executable, *command], cwd=REPO, env=env,
                                  stdout=subprocess.DEVNULL, stderr=open(args.log, "a"))  # noqa: SIM115
     peak = 0
     try:
@@ -336,6 +344,8 @@ async def measure(args: Any) -> dict[str, Any]:
     broker = LocalBroker(root / "broker", free_port())
     loads: dict[int, dict[str, Any]] = {}
     series = {n: SizeSeries(f"{n:,} URLs") for n in sizes}
+    floors = {(n, w): SizeSeries(f"{n:,} URLs, floor with {w} write{'s' if w > 1 else ''} per request")
+              for n in sizes for w in args.floor}
     base = SizeSeries(f"baseline at {sizes[0]:,} URLs")
     try:
         broker.ensure_started()
@@ -344,21 +354,25 @@ async def measure(args: Any) -> dict[str, Any]:
                 loads[n] = load(server, f"bench_sched_{n}", n, args.hosts, args.zipf)
                 print(f"  loaded {n:,} URLs: {loads[n]}", file=sys.stderr, flush=True)
             dsns = {n: server.dsn(f"bench_sched_{n}") for n in sizes}
-            order: list[int | None] = [*sizes] if args.no_baseline else [*sizes, None]
+            # (size, floor writes): 0 is the scheduler service; size None the baseline.
+            order: list[tuple[int | None, int]] = [(n, w) for n in sizes for w in (0, *args.floor)]
+            if not args.no_baseline:
+                order.append((None, 0))
             run = 0
             for rep in range(args.repeat):
-                for entry in (order if rep % 2 == 0 else list(reversed(order))):
+                for entry, writes in (order if rep % 2 == 0 else list(reversed(order))):
                     run += 1
                     target = sizes[0] if entry is None else entry
                     reset(dsns[target])
                     if entry is None:
                         sample = await baseline_run(dsns[target], args)
-                        base.samples.append(sample)
-                        name = base.label
+                        chosen = base
                     else:
-                        sample = await asyncio.to_thread(service_run, dsns[entry], broker.bootstrap, args, run)
-                        series[entry].samples.append(sample)
-                        name = series[entry].label
+                        sample = await asyncio.to_thread(service_run, dsns[entry], broker.bootstrap, args, run,
+                                                         writes)
+                        chosen = floors[entry, writes] if writes else series[entry]
+                    chosen.samples.append(sample)
+                    name = chosen.label
                     print(f"  repetition {rep + 1}/{args.repeat}: {name}: {sample.rate:,.0f} requests/s,"
                           f" scheduler peak RSS {sample.peak_rss_mb:,.0f} MB", file=sys.stderr, flush=True)
     finally:
@@ -380,6 +394,13 @@ async def measure(args: Any) -> dict[str, Any]:
             }
             for n in sizes
         },
+        "floors": {
+            f"{n}/{w}": {"size": n, "writes_per_request": w, "rates": [round(r) for r in floors[n, w].rates],
+                         "median": round(statistics.median(floors[n, w].rates)),
+                         "scheduler_share": round(statistics.median(series[n].rates)
+                                                  / statistics.median(floors[n, w].rates), 3)}
+            for n, w in floors
+        },
         "baseline": {"name": "per-host SELECT ... LIMIT 1 loop + apply_outcomes (in process, no Kafka)",
                      "size": sizes[0], "rates": [round(r) for r in base.rates],
                      "median": round(statistics.median(base.rates)) if base.rates else None},
@@ -400,6 +421,9 @@ def print_table(result: dict[str, Any]) -> None:
                       f" (median {windows['median']:,})" if windows else "")
         print(f"  {int(n):>12,} URLs  {_spread(s['rates'])}  ({s['vs_smallest']:.2f}x the smallest){steadiness}"
               f"  peak RSS MB {s['peak_rss_mb']}  load {s['load']}")
+    for f in result["floors"].values():
+        print(f"  {f['size']:>12,} URLs  floor, {f['writes_per_request']} frontier write(s) per request:"
+              f" {_spread(f['rates'])}  (the scheduler at {f['scheduler_share']:.2f} of it)")
     b = result["baseline"]
     if b["rates"]:
         print(f"  baseline at {b['size']:,} URLs: {b['name']}: {_spread(b['rates'])}")
@@ -425,10 +449,15 @@ def main() -> None:
     parser.add_argument("--baseline-requests", type=int, default=10_000,
                         help="Requests per baseline measurement (its first round is the warm-up).")
     parser.add_argument("--no-baseline", action="store_true", help="Measure the scheduler service only.")
+    parser.add_argument("--floor", default="", type=lambda v: sorted({int(w) for w in v.split(",") if w}),
+                        help="Also measure the floor (bench/scheduler_floor.py) with 1 and/or 2 frontier writes"
+                             " per request, side by side: e.g. 1,2.")
     parser.add_argument("--log", default="/tmp/bench-scheduler-scale.log", help="The scheduler's stderr.")
     parser.add_argument("--profile", default="", help="Profile the scheduler with cProfile into PATH.<run>.")
     add_postgres_options(parser)
     args = parser.parse_args()
+    if set(args.floor) - {1, 2}:
+        parser.error("--floor takes 1 and/or 2 (frontier writes per request)")
     if args.warmup <= args.in_flight or args.requests <= args.warmup:
         parser.error("--warmup must exceed --in-flight, and --requests --warmup: the window times steady dispatch")
     result = asyncio.run(measure(args))
