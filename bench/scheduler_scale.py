@@ -20,7 +20,15 @@ figure is requests per second the stand-in fetcher received between its ``--warm
 inside them times a burst the scheduler cannot sustain (the rate of the first 20,000 requests
 with a budget of 20,000 was about 1.6 times the rate after them). The rate of every window of
 ``WINDOW`` requests in the measured span is reported too, as a check that the rate is steady.
-The scheduler's memory is its peak resident set (VmHWM) over the run.
+The scheduler's memory is its peak resident set (VmHWM) over the run. CPU per request is each
+process's CPU time over the timed span divided by its requests: the scheduler, PostgreSQL (the
+postmaster and its backends, autovacuum included), the broker and the stand-in fetcher.
+
+The floor (``--floor 1,2``, in the same run, on the same databases): ``bench/scheduler_floor.py``
+stands in for the scheduler, handing out queued URLs best first with nothing per host and applying
+their outcomes with one frontier write per request (or two: marked in flight, then the outcome).
+Its rate is what PostgreSQL and Kafka allow here; the scheduler's share of it says how much of the
+cost is the scheduler's own (host state, selection, revisit plans, its Python).
 
 The baseline, in the same run at the smallest size only (it is too slow for the others): the
 naive dispatch loop of ``bench/frontier_dispatch.py`` (the free hosts, then one ``SELECT ...
@@ -28,7 +36,7 @@ LIMIT 1`` per host, one ``UPDATE`` per URL) with the store's ``apply_outcomes``,
 process, without Kafka, in rounds of ``--batch``. Sizes and the baseline alternate their order
 between repetitions.
 
-    .venv/bin/python -m bench.scheduler_scale [--sizes 100000,1000000,10000000] [--repeat 3] [--json]
+    .venv/bin/python -m bench.scheduler_scale [--sizes 100000,1000000,10000000] [--repeat 3] [--floor 1,2] [--json]
 """
 
 from __future__ import annotations
@@ -43,9 +51,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -57,6 +66,7 @@ import psycopg
 from bench.frontier_dispatch import dispatch_per_host, outcomes_for
 from bench.harness import REPO, add_postgres_options, base_parser, machine
 from bench.linkbase_scale import tuned_postgres
+from bench.proc_usage import Sampler
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
@@ -73,6 +83,7 @@ from services.scheduler.settings import SchedulerSettings
 
 MIGRATIONS = REPO / "services" / "scheduler" / "migrations"
 WINDOW = 5000  # requests per window of the steadiness check
+WARM = "warm"  # the stand-in fetcher's line when the timed span starts
 PARTITIONS = FETCH_REQUESTS.partitions
 LOADED_AT = "2000-01-01T00:00:00Z"  # next_fetch_at and next_allowed_at of the loaded frontier: long due
 COPY_CHUNK = 200_000
@@ -169,8 +180,12 @@ def reset(dsn: str) -> None:
 # -- the stand-in fetcher (its own process) ------------------------------------------------
 
 
-def serve_fetcher(bootstrap: str, prefix: str, requests: int, warmup: int, timeout: float) -> dict[str, Any]:
-    """Answers every fetch request with a successful outcome; times requests warmup..requests."""
+def serve_fetcher(bootstrap: str, prefix: str, requests: int, warmup: int, timeout: float,
+                  on_warm: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Answers every fetch request with a successful outcome; times requests warmup..requests.
+
+    ``on_warm`` is called when the ``warmup``-th request came (the timed span starts).
+    """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
     kafka = KafkaSettings(bootstrap=bootstrap, topic_prefix=prefix)
@@ -201,6 +216,7 @@ def serve_fetcher(bootstrap: str, prefix: str, requests: int, warmup: int, timeo
                 first_at = time.perf_counter()
             if received == warmup:
                 warm_at = time.perf_counter()
+                on_warm()
             if warmup <= received <= requests and not (received - warmup) % WINDOW:
                 marks.append(time.perf_counter())
             if received == requests:
@@ -224,6 +240,7 @@ class Sample:
     peak_rss_mb: float
     startup_s: float
     windows: list[float] = field(default_factory=list)  # rates of the measured span's windows
+    cpu_us: dict[str, float] = field(default_factory=dict)  # CPU per request in the measured span, by process
 
 
 @dataclass
@@ -246,8 +263,12 @@ def _rss_kb(pid: int, field_name: str) -> int:
     return 0
 
 
-def service_run(dsn: str, bootstrap: str, args: Any, run: int, floor_writes: int = 0) -> Sample:
+def service_run(dsn: str, bootstrap: str, args: Any, run: int, servers: dict[str, tuple[int, bool]],
+                floor_writes: int = 0) -> Sample:
     """The scheduler service on ``dsn`` until the stand-in fetcher got ``args.requests`` requests.
+
+    ``servers``: PostgreSQL's and the broker's root pids (PostgreSQL's with its children), sampled
+    with the scheduler and the stand-in fetcher for their CPU per request over the timed span.
 
     With ``floor_writes`` (1 or 2) the floor process of ``bench/scheduler_floor.py`` stands in for
     the scheduler, with the same budget, round size and outcome batch.
@@ -269,7 +290,7 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int, floor_writes: int
     fetcher = subprocess.Popen(
         [sys.executable, "-m", "bench.scheduler_scale", "--serve-fetcher", bootstrap, prefix,
          str(args.requests), str(args.warmup), str(args.timeout)],
-        cwd=REPO, stdout=subprocess.PIPE, text=True,
+        cwd=REPO, stdout=subprocess.PIPE, text=True, bufsize=1,
     )
     started = time.perf_counter()
     profile = ["-m", "cProfile", "-o", f"{args.profile}.{run}"] if args.profile else []
@@ -280,6 +301,19 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int, floor_writes: int
     scheduler = subprocess.Popen([sys.executable, *command], cwd=REPO, env=env,
                                  stdout=subprocess.DEVNULL, stderr=open(args.log, "a"))  # noqa: SIM115
     peak = 0
+    sampler = Sampler({"scheduler": (scheduler.pid, False), "fetcher": (fetcher.pid, False), **servers})
+    lines: list[str] = []
+
+    def follow() -> None:  # the fetcher says "warm" when the timed span starts: CPU counts from there
+        assert fetcher.stdout is not None
+        for line in fetcher.stdout:
+            if line.strip() == WARM:
+                sampler.mark()
+            lines.append(line)
+
+    reader = threading.Thread(target=follow, name="bench-fetcher-output", daemon=True)
+    sampler.start()
+    reader.start()
     try:
         while fetcher.poll() is None:
             peak = max(peak, _rss_kb(scheduler.pid, "VmHWM"))
@@ -287,7 +321,8 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int, floor_writes: int
                 raise RuntimeError(f"the scheduler exited with {scheduler.returncode}; see {args.log}")
             time.sleep(0.2)
         peak = max(peak, _rss_kb(scheduler.pid, "VmHWM"))
-        out, _ = fetcher.communicate()
+        reader.join(10)
+        usage = sampler.stop()
     finally:
         if fetcher.poll() is None:
             fetcher.kill()
@@ -297,11 +332,12 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int, floor_writes: int
         except subprocess.TimeoutExpired:
             scheduler.kill()
             scheduler.wait()
-    result = json.loads(out.strip().splitlines()[-1])
+    result = json.loads(lines[-1])
     if not result["complete"]:
         raise RuntimeError(f"run {run}: the fetcher got {result['received']} of {args.requests} requests in time")
+    measured = args.requests - args.warmup
     return Sample(result["rate"], peak / 1024, 0.0 if not result["first_s"] else result["first_s"] - started,
-                  result["windows"])
+                  result["windows"], {name: part.cpu_seconds * 1e6 / measured for name, part in usage.items()})
 
 
 async def baseline_run(dsn: str, args: Any) -> Sample:
@@ -338,6 +374,17 @@ def _spread(values: list[float]) -> str:
     return f"median {statistics.median(values):,.0f}  min {min(values):,.0f}  max {max(values):,.0f}"
 
 
+def cpu_per_request(samples: list[Sample]) -> dict[str, float]:
+    """Median CPU microseconds per request of each process over the samples, and their total."""
+    parts = sorted({name for sample in samples for name in sample.cpu_us})
+    cpu = {name: round(statistics.median(s.cpu_us.get(name, 0.0) for s in samples), 1) for name in parts}
+    return {**cpu, "total": round(sum(cpu.values()), 1)} if cpu else {}
+
+
+def _cpu_line(cpu: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:,.1f}" for name, value in cpu.items())
+
+
 async def measure(args: Any) -> dict[str, Any]:
     sizes = [int(s) for s in args.sizes.split(",")]
     root = Path(tempfile.mkdtemp(prefix="trawl-bench-scheduler-", dir="/var/tmp"))
@@ -354,6 +401,7 @@ async def measure(args: Any) -> dict[str, Any]:
                 loads[n] = load(server, f"bench_sched_{n}", n, args.hosts, args.zipf)
                 print(f"  loaded {n:,} URLs: {loads[n]}", file=sys.stderr, flush=True)
             dsns = {n: server.dsn(f"bench_sched_{n}") for n in sizes}
+            servers = {"postgres": (server.pid() or 0, True), "broker": (broker.pid() or 0, False)}
             # (size, floor writes): 0 is the scheduler service; size None the baseline.
             order: list[tuple[int | None, int]] = [(n, w) for n in sizes for w in (0, *args.floor)]
             if not args.no_baseline:
@@ -369,7 +417,7 @@ async def measure(args: Any) -> dict[str, Any]:
                         chosen = base
                     else:
                         sample = await asyncio.to_thread(service_run, dsns[entry], broker.bootstrap, args, run,
-                                                         writes)
+                                                         servers, writes)
                         chosen = floors[entry, writes] if writes else series[entry]
                     chosen.samples.append(sample)
                     name = chosen.label
@@ -390,6 +438,7 @@ async def measure(args: Any) -> dict[str, Any]:
                 "median": round(statistics.median(series[n].rates)),
                 "vs_smallest": round(statistics.median(series[n].rates) / smallest, 3),
                 "peak_rss_mb": [round(s.peak_rss_mb) for s in series[n].samples],
+                "cpu_us_per_request": cpu_per_request(series[n].samples),
                 "load": loads[n],
             }
             for n in sizes
@@ -397,6 +446,7 @@ async def measure(args: Any) -> dict[str, Any]:
         "floors": {
             f"{n}/{w}": {"size": n, "writes_per_request": w, "rates": [round(r) for r in floors[n, w].rates],
                          "median": round(statistics.median(floors[n, w].rates)),
+                         "cpu_us_per_request": cpu_per_request(floors[n, w].samples),
                          "scheduler_share": round(statistics.median(series[n].rates)
                                                   / statistics.median(floors[n, w].rates), 3)}
             for n, w in floors
@@ -421,9 +471,11 @@ def print_table(result: dict[str, Any]) -> None:
                       f" (median {windows['median']:,})" if windows else "")
         print(f"  {int(n):>12,} URLs  {_spread(s['rates'])}  ({s['vs_smallest']:.2f}x the smallest){steadiness}"
               f"  peak RSS MB {s['peak_rss_mb']}  load {s['load']}")
+        print(f"  {'':>12}       CPU us per request: {_cpu_line(s['cpu_us_per_request'])}")
     for f in result["floors"].values():
         print(f"  {f['size']:>12,} URLs  floor, {f['writes_per_request']} frontier write(s) per request:"
               f" {_spread(f['rates'])}  (the scheduler at {f['scheduler_share']:.2f} of it)")
+        print(f"  {'':>12}       CPU us per request: {_cpu_line(f['cpu_us_per_request'])}")
     b = result["baseline"]
     if b["rates"]:
         print(f"  baseline at {b['size']:,} URLs: {b['name']}: {_spread(b['rates'])}")
@@ -434,7 +486,8 @@ def print_table(result: dict[str, Any]) -> None:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--serve-fetcher":
         bootstrap, prefix, requests, warmup, timeout = sys.argv[2:7]
-        print(json.dumps(serve_fetcher(bootstrap, prefix, int(requests), int(warmup), float(timeout))))
+        print(json.dumps(serve_fetcher(bootstrap, prefix, int(requests), int(warmup), float(timeout),
+                                       on_warm=lambda: print(WARM, flush=True))))
         return
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000,10000000", help="Queued URLs of each frontier.")
