@@ -332,6 +332,8 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int, servers: dict[str
         except subprocess.TimeoutExpired:
             scheduler.kill()
             scheduler.wait()
+    if not lines:
+        raise RuntimeError(f"run {run}: the stand-in fetcher exited with {fetcher.returncode} and printed nothing")
     result = json.loads(lines[-1])
     if not result["complete"]:
         raise RuntimeError(f"run {run}: the fetcher got {result['received']} of {args.requests} requests in time")
