@@ -66,7 +66,7 @@ import psycopg
 from bench.frontier_dispatch import dispatch_per_host, outcomes_for
 from bench.harness import REPO, add_postgres_options, base_parser, machine
 from bench.linkbase_scale import tuned_postgres
-from bench.proc_usage import Sampler
+from bench.proc_usage import Sampler, peak_rss_kib
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
@@ -253,16 +253,6 @@ class SizeSeries:
         return [s.rate for s in self.samples]
 
 
-def _rss_kb(pid: int, field_name: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field_name + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def service_run(dsn: str, bootstrap: str, args: Any, run: int, servers: dict[str, tuple[int, bool]],
                 floor_writes: int = 0) -> Sample:
     """The scheduler service on ``dsn`` until the stand-in fetcher got ``args.requests`` requests.
@@ -316,11 +306,11 @@ def service_run(dsn: str, bootstrap: str, args: Any, run: int, servers: dict[str
     reader.start()
     try:
         while fetcher.poll() is None:
-            peak = max(peak, _rss_kb(scheduler.pid, "VmHWM"))
+            peak = max(peak, peak_rss_kib(scheduler.pid))
             if scheduler.poll() is not None:
                 raise RuntimeError(f"the scheduler exited with {scheduler.returncode}; see {args.log}")
             time.sleep(0.2)
-        peak = max(peak, _rss_kb(scheduler.pid, "VmHWM"))
+        peak = max(peak, peak_rss_kib(scheduler.pid))
         reader.join(10)
         usage = sampler.stop()
     finally:
