@@ -2,6 +2,8 @@
 
     trawl eval ordering --graph FILE --seeds FILE [--json]
     trawl eval ordering --generate 100000 --seed 3 [--save-graph FILE --save-seeds FILE] [--json]
+    trawl eval ordering --family NAME --seed 3 [--pages N] [--json]
+    trawl eval ordering --suite [--instances 3] [--pages N] [--families LIST] [--json]
 
 The graph is crawled, one page at a time from the seeds, under the policies AOPIC-greedy
 (the importance service's classes and settings), plain OPIC (no virtual page, no window),
@@ -33,6 +35,7 @@ from scipy.stats import spearmanr
 
 from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, continuous_order, policy_order, revisit_pass
 from cli.eval.ordering_graph import DAMPING, CrawlGraph, GraphFormatError, generate, pagerank, read_graph
+from cli.eval.ordering_suite import DEFAULT_PAGES, FAMILIES, SUITE_POLICIES, family_graph, summarise
 from cli.output import console, emit
 from libs.common.settings import SettingsError, load_settings
 from libs.simweb.webgraph import write_graph
@@ -167,14 +170,44 @@ def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = POLICIES, settings: 
         "spearman": {name: run["spearman"] for name, run in runs.items() if "spearman" in run},
         "conservation": {name: run["conservation"] for name, run in runs.items() if "conservation" in run},
         "continuous": steady,
-        "settings": {
-            "virtual_share": settings.virtual_share, "virtual_to_all": settings.virtual_to_all,
-            "home_weight": settings.home_weight, "index_weight": settings.index_weight,
-            "page_weight": settings.page_weight,
-            "site_size_exponent": settings.site_size_exponent, "announce_growth": settings.announce_growth,
-            "announce_min_change": settings.announce_min_change, "replays_per_visit": settings.replays_per_visit,
-        },
+        "settings": _settings(settings),
     }
+
+
+def run_suite(settings: ImportanceSettings | None = None, instances: int = 3, pages: int = DEFAULT_PAGES,
+              families: tuple[str, ...] = tuple(FAMILIES), partitions: int = 1) -> dict[str, Any]:
+    """Every family of the ordering suite (``ordering_suite.py``), instances 1..K each: the ``--suite`` object."""
+    settings = settings or ImportanceSettings()
+    out: dict[str, Any] = {}
+    for name in families:
+        results = [evaluate(family_graph(name, seed, pages), SUITE_POLICIES, settings, partitions, seed)
+                   for seed in range(1, instances + 1)]
+        out[name] = summarise(name, results, MARKS, pages)
+    return {"marks": list(MARKS), "pages": pages, "instances": instances, "partitions": partitions,
+            "families": out, "settings": _settings(settings)}
+
+
+def _settings(settings: ImportanceSettings) -> dict[str, Any]:
+    return {
+        "virtual_share": settings.virtual_share, "virtual_to_all": settings.virtual_to_all,
+        "home_weight": settings.home_weight, "index_weight": settings.index_weight,
+        "page_weight": settings.page_weight,
+        "site_size_exponent": settings.site_size_exponent, "announce_growth": settings.announce_growth,
+        "announce_min_change": settings.announce_min_change, "replays_per_visit": settings.replays_per_visit,
+    }
+
+
+def _suite_rows(suite: dict[str, Any]) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    for name, fam in suite["families"].items():
+        met = fam["targets"]
+        verdict = ", ".join(k for k in ("ratio", "rivals", "spearman") if not met[k]) or "all met"
+        for policy, ratios in fam["ratio_to_omniscient"].items():
+            rows.append([name if policy == "aopic" else "", fam["split"] if policy == "aopic" else "", policy,
+                         *(f"{r:.3f}" for r in ratios),
+                         f"{fam['spearman'][policy]:.3f}" if policy in fam["spearman"] else "",
+                         verdict if policy == "aopic" else ""])
+    return rows
 
 
 def _rows(result: dict[str, Any]) -> list[list[Any]]:
@@ -217,6 +250,13 @@ def register(app: typer.Typer) -> None:
         generate_pages: int = typer.Option(0, "--generate", help="Crawl a generated web-like graph of N pages."),
         seed: int = typer.Option(1, "--seed", help="Seed of the generator (and of the random policy)."),
         seed_hosts: int = typer.Option(10, "--seed-hosts", help="Generated graph: home pages used as seeds."),
+        family: str | None = typer.Option(None, "--family", help=f"Crawl one instance (--seed) of a suite family:"
+                                          f" {', '.join(FAMILIES)}."),
+        suite: bool = typer.Option(False, "--suite", help="Run every family of the suite (tuning and held-out),"
+                                   " --instances each, and check the targets."),
+        instances: int = typer.Option(3, "--instances", help="--suite: instances (seeds 1..K) per family."),
+        families: str = typer.Option(",".join(FAMILIES), "--families", help="--suite: comma-separated families."),
+        pages: int = typer.Option(DEFAULT_PAGES, "--pages", help="--family / --suite: pages of generated graphs."),
         save_graph: Path | None = typer.Option(None, "--save-graph", help="Generated graph: write its edges here."),
         save_seeds: Path | None = typer.Option(None, "--save-seeds", help="Generated graph: write its seeds here."),
         partitions: int = typer.Option(1, "--partitions", help="Split AOPIC's state as the service's partitions."),
@@ -237,7 +277,17 @@ def register(app: typer.Typer) -> None:
             unknown = sorted(set(wanted) - set(POLICIES))
             if unknown:
                 raise GraphFormatError(f"unknown policy {', '.join(unknown)}; known: {', '.join(POLICIES)}")
-            if generate_pages:
+            chosen = tuple(f.strip() for f in families.split(",") if f.strip())
+            if suite:
+                unknown = sorted(set(chosen) - set(FAMILIES))
+                if unknown or instances < 1 or pages < 100:
+                    raise GraphFormatError(f"unknown family {', '.join(unknown)}" if unknown
+                                           else "--instances must be at least 1 and --pages at least 100")
+                graph = CrawlGraph([], [], [])
+            elif family is not None:
+                graph = family_graph(family, seed, pages)
+                generated = {"family": family, "pages": pages, "seed": seed}
+            elif generate_pages:
                 graph, web = generate(generate_pages, seed, seed_hosts)
                 generated = {"pages": generate_pages, "seed": seed, "seed_hosts": seed_hosts}
                 if save_graph is not None and save_seeds is not None:
@@ -254,6 +304,12 @@ def register(app: typer.Typer) -> None:
         except (OSError, GraphFormatError, SettingsError) as exc:
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from exc
+        if suite:
+            report = run_suite(settings, instances, pages, chosen, partitions)
+            emit(as_json, report, "Ordering suite: AOPIC and the other policies, ratio to omniscient (mean over"
+                 f" {instances} instances)", ["family", "split", "policy", *(f"{int(m * 100)}%" for m in MARKS),
+                                              "spearman", "targets missed"], _suite_rows(report))
+            return
         result = evaluate(graph, wanted, settings, partitions, seed, passes, continuous, max_fetches)
         result["generated"] = generated
         marks = [f"{int(m * 100)}% crawled" for m in MARKS]
