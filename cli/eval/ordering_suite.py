@@ -92,7 +92,8 @@ FAMILIES: dict[str, Family] = {
         Family("copying", "tuning", "host-structured copying model (Kumar et al. 2000), Zipf host sizes",
                _copying, "trawl eval ordering --family copying --pages {pages} --seed S"),
         Family("wikispeedia", "held-out", "Wikipedia selection (Wikispeedia, West and Leskovec 2012)",
-               lambda seed, pages: real_graph("wikispeedia", seed), "trawl eval ordering --family wikispeedia --seed S"),
+               lambda seed, pages: real_graph("wikispeedia", seed),
+               "trawl eval ordering --family wikispeedia --seed S"),
         Family("polblogs", "held-out", "political blogs (Adamic and Glance 2005)",
                lambda seed, pages: real_graph("polblogs", seed), "trawl eval ordering --family polblogs --seed S"),
     )
