@@ -4,11 +4,17 @@ Instruments that more than one service sets, or that the dashboard
 (``deploy/grafana/trawl-dashboard.json``) reads across services, are defined here once;
 instruments of one service's own work live beside that work (``services/fetcher/worker.py``,
 ``services/extractor/handler.py``, ``services/importance/handler.py``).
+
+A labelled instrument has no series until its first labelled use, so a dashboard panel of an
+event that has not happened yet (no dead letter, no retry) would read "No data" rather than 0.
+Every label set known in advance is therefore created at zero when its owner starts: the
+``declare_*`` functions below, and beside each service's own instruments.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
@@ -50,10 +56,47 @@ FRESHNESS_MODELS = Gauge(
 FRESHNESS_ERRORS = Counter(
     "trawl_freshness_model_errors_total", "Freshness model failures, by kind (training, prediction).", ["kind"]
 )
-UP = Gauge("trawl_service_up", "1 while the service is serving.", ["service"])
+UP = Gauge("trawl_service_up", "1 while the service is serving, 0 while it starts or stops.", ["service"])
 STARTUP_RETRIES = Counter(
     "trawl_startup_retries_total", "Start attempts that found a dependency unreachable and were retried.", ["service"]
 )
+
+
+# The label values the code counts with: every one is created at zero by the declare_* functions.
+UNDECODABLE = "undecodable"  # dead letter: not a valid message of its topic's type
+HANDLER_FAILED = "handler_failed"  # dead letter: the handler kept failing
+DEAD_LETTER_REASONS = (UNDECODABLE, HANDLER_FAILED)
+RETRY_KINDS = ("transient", "error")  # a dependency that is away (retried for ever); any other failure
+FRESHNESS_LEVELS = ("host", "path")
+FRESHNESS_ERROR_KINDS = ("training",)
+
+
+def declare_service(service: str) -> None:
+    """Creates at zero the series every service process exports (before it serves, ``trawl_service_up`` is 0)."""
+    UP.labels(service).set(0)
+    STARTUP_RETRIES.labels(service)
+
+
+def declare_consumer(service: str, topics: Mapping[str, str]) -> None:
+    """Creates at zero the per-topic series a consumer of ``service`` counts into.
+
+    ``topics`` maps each consumed topic's name on the broker (prefixed: the dead letters' ``topic``
+    label) to its declared name (the ``topic`` label of the retries and clamped lag readings).
+    """
+    for broker_name, declared in topics.items():
+        for reason in DEAD_LETTER_REASONS:
+            DEAD_LETTERS.labels(service, broker_name, reason)
+        for kind in RETRY_KINDS:
+            HANDLER_RETRIES.labels(service, declared, kind)
+        CONSUMER_LAG_CLAMPED.labels(service, declared)
+
+
+def declare_freshness() -> None:
+    """Creates at zero the freshness models' series (the scheduler's, which plans with them)."""
+    for level in FRESHNESS_LEVELS:
+        FRESHNESS_MODELS.labels(level).set(0)
+    for kind in FRESHNESS_ERROR_KINDS:
+        FRESHNESS_ERRORS.labels(kind)
 
 
 def start_metrics_server(port: int, host: str = "127.0.0.1") -> int:

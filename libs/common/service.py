@@ -191,6 +191,7 @@ def run_service(name: str, build: Builder, env: Mapping[str, str] | None = None)
         print(f"{name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from exc
     configure_logging(name, runtime.log_level)
+    metrics.declare_service(name)
     metrics.start_metrics_server(runtime.metrics_port, runtime.metrics_host)
     try:
         asyncio.run(_serve(name, build, env, runtime.startup_wait_seconds, runtime.gc_young_threshold))

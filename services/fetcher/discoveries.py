@@ -34,6 +34,8 @@ REDIRECT_URLS = Counter("trawl_fetcher_redirect_urls_total", "Redirect hops and 
 INVALID_URLS = Counter(
     "trawl_fetcher_discovered_invalid_total", "URLs from sitemaps or redirects dropped as not crawlable.", ["source"]
 )
+for _source in (pb.DISCOVERY_SOURCE_SITEMAP, pb.DISCOVERY_SOURCE_REDIRECT):  # at zero before the first one
+    INVALID_URLS.labels(pb.DiscoverySource.Name(_source))
 
 
 def redirect_targets(response: HttpResponse) -> list[str]:

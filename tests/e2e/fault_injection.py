@@ -238,13 +238,16 @@ def owned_partitions(service_log: Path) -> set[tuple[str, int]]:
 
 
 def dead_letter_metric(metrics_port: int) -> dict[tuple[str, str, str], float]:
-    """``trawl_dead_letters_total`` of one process: (service, topic, reason) -> count."""
+    """``trawl_dead_letters_total`` of one process: (service, topic, reason) -> count, where not 0.
+
+    (Every consumer exports each of its topics and reasons from the start, at 0.)
+    """
     with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as reply:
         text = reply.read().decode()
     counts: dict[tuple[str, str, str], float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == "trawl_dead_letters_total":
+            if sample.name == "trawl_dead_letters_total" and sample.value:
                 labels = sample.labels
                 counts[(labels["service"], labels["topic"], labels["reason"])] = sample.value
     return counts

@@ -113,6 +113,7 @@ class TopicConsumer:
         self._handler = handler
         self._producer = producer
         self._dead = DeadLetterSink(producer, service)
+        metrics.declare_consumer(service, {name: t.name for name, t in self._topics.items()})
         self._concurrency = max(1, concurrency)
         self._batch_size = batch_size
         self._poll_timeout = poll_timeout
@@ -337,7 +338,7 @@ class TopicConsumer:
                 key = decode_key(msg.key())
             except UndecodableMessage as exc:
                 self._dead.send(topic=name, partition=partition, offset=offset, key=msg.key(),
-                                value=msg.value(), error=str(exc), reason="undecodable", attempts=1)
+                                value=msg.value(), error=str(exc), reason=metrics.UNDECODABLE, attempts=1)
                 self._mark_done(name, partition, offset)
                 continue
             ts = msg.timestamp()[1]
@@ -417,5 +418,5 @@ class TopicConsumer:
         self._dead.send(
             topic=self._settings.topic(record.topic.name), partition=record.partition, offset=record.offset,
             key=record.raw_key, value=record.raw_value, error=f"{type(exc).__name__}: {exc}",
-            reason="handler_failed", attempts=self._settings.max_attempts, context=log_fields(record.value),
+            reason=metrics.HANDLER_FAILED, attempts=self._settings.max_attempts, context=log_fields(record.value),
         )

@@ -25,6 +25,7 @@ class ModelRegistry:
         self.current: Generation | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        metrics.declare_freshness()
 
     async def start(self) -> None:
         self._stopping.clear()
