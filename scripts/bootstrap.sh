@@ -12,6 +12,14 @@ if ! command -v kubectl >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y -qq kubectl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq kubectl; }
 fi
+# prometheus and promtool (Debian's package): the tests scrape the stack with them. Only the binaries
+# are wanted: the package's own service is stopped and disabled where an init system started it.
+if ! command -v promtool >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+  { systemctl disable --now prometheus || service prometheus stop; } >/dev/null 2>&1 || true
+fi
 stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
 if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
@@ -21,4 +29,11 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e '.[dev,bench]'
   rm -f .venv/.installed-*
   touch "$stamp"
+fi
+# The operators' WARC tools (warcio, cdxj-indexer, pywb), in an environment of their own: pywb
+# pins packages the crawler's cannot share (brotlipy, which shadows Brotli; an older pyOpenSSL).
+tools=".venv/operator-tools"
+if [ ! -x "$tools/bin/wb-manager" ]; then
+  "$py" -m venv "$tools"
+  "$tools/bin/python" -m pip install --quiet "warcio==1.8.1" "cdxj-indexer==1.5.0" "pywb==2.10.0" >/dev/null
 fi
