@@ -6,10 +6,11 @@ supervisor, which runs the six services. A configured ``TRAWL_DATABASE_URL`` or
 ``TRAWL_KAFKA_BOOTSTRAP`` is used instead of starting a server. Everything is safe to run
 twice: a running part is reused, a stopped one is started.
 
-The admin API's token is the file ``admin-token`` in the stack's home (mode 0600), made on
-the first ``up`` (random, or ``TRAWL_ADMIN_TOKEN`` if set then); the scheduler reads it
-through ``TRAWL_ADMIN_TOKEN_FILE`` and the CLI reads it to call the local stack. The token
-itself is never written to ``stack.json``.
+The admin token, which guards every service's gRPC API (the scheduler's admin API, the link
+base's API), is the file ``admin-token`` in the stack's home (mode 0600), made on the first
+``up`` (random, or ``TRAWL_ADMIN_TOKEN`` if set then); every service reads it through
+``TRAWL_ADMIN_TOKEN_FILE`` and the CLI reads it to call the local stack. The token itself is
+never written to ``stack.json``.
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def up(settings: StackSettings, env: Mapping[str, str], extra_env: Mapping[str, 
             "TRAWL_TOPIC_PREFIX": prefix,
             "TRAWL_GRPC_ADDRESS": f"127.0.0.1:{settings.grpc_port(service)}",
             "TRAWL_METRICS_PORT": str(settings.metrics_port(service)),
+            "TRAWL_ADMIN_TOKEN_FILE": str(token_file),  # one token for every service's gRPC API
         }
-    state.services["scheduler"]["TRAWL_ADMIN_TOKEN_FILE"] = str(token_file)
     # Every response is archived under the stack's home unless a folder is configured.
     state.services["fetcher"].setdefault("TRAWL_FETCHER_WARC_DIR", str(root / "warc"))
     state.save(state_path(settings))

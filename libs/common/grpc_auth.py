@@ -1,6 +1,9 @@
-"""Bearer-token authentication of a gRPC server: every call but health and reflection needs a token.
+"""Bearer-token authentication of Trawl's gRPC servers: every call but health and reflection needs a token.
 
-A caller sends ``authorization: Bearer <token>`` metadata. The server holds the valid tokens
+One token guards every Trawl gRPC API (the scheduler's ``AdminService``, the link base's
+``LinkbaseService``): the admin token, ``TRAWL_ADMIN_TOKEN`` or ``TRAWL_ADMIN_TOKEN_FILE``.
+A caller sends ``authorization: Bearer <token>`` metadata (:func:`bearer_metadata`, or
+:class:`BearerTokenCallInterceptor` on a channel). The server holds the valid tokens
 (several, so that a new token can be rolled out before the old one is withdrawn) and
 compares them in constant time; a call without a valid token is refused with
 UNAUTHENTICATED, and no token, given or expected, is ever logged. A server with no token
@@ -41,13 +44,13 @@ class AdminAuthSettings:
     token: str = setting(
         "TRAWL_ADMIN_TOKEN",
         "",
-        "Bearer token of the admin API (prefer TRAWL_ADMIN_TOKEN_FILE). With neither set, every admin call"
-        " is refused.",
+        "Bearer token of every Trawl gRPC API: the scheduler's admin API and the link base's API (prefer"
+        " TRAWL_ADMIN_TOKEN_FILE). With neither set, every call but health and reflection is refused.",
     )
     token_file: str = setting(
         "TRAWL_ADMIN_TOKEN_FILE",
         "",
-        "File holding the admin API's bearer token (one valid token per line, so a new one can be added"
+        "File holding the bearer token of the gRPC APIs (one valid token per line, so a new one can be added"
         " before the old one is removed); read at start.",
     )
 
@@ -139,16 +142,43 @@ class BearerTokenInterceptor(grpc.aio.ServerInterceptor):
         self.refused += 1
         reason = "missing bearer token" if given is None else "invalid bearer token"
         if not self._tokens:
-            reason = "no admin token is configured on the server: every call is refused"
+            reason = "no admin token is configured on the server: every call but health and reflection is refused"
         log.warning("refused %s: %s", method, reason)
         return _refusing_handler(handler, reason)
 
 
+class BearerTokenCallInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
+    """Adds ``authorization: Bearer <token>`` to every unary call of an aio channel.
+
+    ``grpc.aio.insecure_channel(address, interceptors=[BearerTokenCallInterceptor(token)])``
+    gives a channel whose stubs need no metadata argument.
+    """
+
+    def __init__(self, token: str) -> None:
+        self._metadata = bearer_metadata(token)
+
+    async def intercept_unary_unary(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Any],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request: Any,
+    ) -> Any:
+        metadata = grpc.aio.Metadata(*(client_call_details.metadata or ()))
+        for key, value in self._metadata:
+            metadata.add(key, value)
+        details = grpc.aio.ClientCallDetails(
+            client_call_details.method, client_call_details.timeout, metadata,
+            client_call_details.credentials, client_call_details.wait_for_ready,
+        )
+        return await continuation(details, request)
+
+
 def admin_interceptors(env: Mapping[str, str]) -> list[grpc.aio.ServerInterceptor]:
-    """The interceptor guarding an admin server, from ``TRAWL_ADMIN_TOKEN[_FILE]`` (read by factories)."""
+    """The interceptor guarding a Trawl gRPC server, from ``TRAWL_ADMIN_TOKEN[_FILE]`` (read by factories)."""
     from libs.common.settings import load_settings
 
     tokens = load_tokens(load_settings(AdminAuthSettings, env))
     if not tokens:
-        log.warning("no admin token configured (TRAWL_ADMIN_TOKEN or TRAWL_ADMIN_TOKEN_FILE): admin calls are refused")
+        log.warning("no admin token configured (TRAWL_ADMIN_TOKEN or TRAWL_ADMIN_TOKEN_FILE): every call but"
+                    " health and reflection is refused")
     return [BearerTokenInterceptor(tokens)]

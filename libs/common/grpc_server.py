@@ -1,7 +1,13 @@
-"""gRPC server bootstrap: the standard health service and reflection on every server.
+"""gRPC server bootstrap: the standard health service, reflection and the token guard on every server.
 
 ``start()`` returns the bound port (bind to port 0 in tests). ``stop()`` first marks every
 service NOT_SERVING, then lets in-flight calls finish within the grace period.
+
+Every server is guarded (``libs/common/grpc_auth.py``): a call to any method but health's and
+reflection's needs the admin token. A server given no :class:`BearerTokenInterceptor` gets one
+with no token, which refuses every such call, so a method registered on a server that was not
+handed the token fails closed. :func:`grpc_server_from` is the factory services use: it reads
+the token and the TLS settings.
 
 TLS is a setting (:class:`GrpcTlsSettings`: a certificate chain and its key, PEM files);
 with it the port serves TLS only, and clients (probes too) must speak TLS.
@@ -10,7 +16,7 @@ with it the port serves TLS only, and clients (probes too) must speak TLS.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +24,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from libs.common.settings import SettingsError, setting
+from libs.common.grpc_auth import BearerTokenInterceptor, admin_interceptors
+from libs.common.settings import SettingsError, load_settings, setting
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +69,8 @@ class GrpcServer:
         self._service_names = list(service_names)
         self._registrars = list(registrars)
         self._interceptors = list(interceptors)
+        if not any(isinstance(i, BearerTokenInterceptor) for i in self._interceptors):
+            self._interceptors.insert(0, BearerTokenInterceptor(()))  # fail closed: only health and reflection
         self._credentials = credentials
         self._server: grpc.aio.Server | None = None
         self._health = health.aio.HealthServicer()
@@ -103,3 +112,20 @@ class GrpcServer:
         await self._health.enter_graceful_shutdown()
         await self._server.stop(grace)
         self._server = None
+
+
+def grpc_server_from(
+    env: Mapping[str, str],
+    address: str,
+    *,
+    service_names: Sequence[str] = (),
+    registrars: Sequence[Registrar] = (),
+) -> GrpcServer:
+    """A service's gRPC server: guarded by the admin token, over TLS when configured (a factory: reads ``env``)."""
+    return GrpcServer(
+        address,
+        service_names=service_names,
+        registrars=registrars,
+        interceptors=admin_interceptors(env),
+        credentials=server_credentials(load_settings(GrpcTlsSettings, env)),
+    )

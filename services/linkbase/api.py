@@ -4,6 +4,10 @@ Requested URLs are normalised like every URL entering the system, so any spellin
 known URL finds it. Errors: INVALID_ARGUMENT for a URL that cannot be crawled or a foreign
 page token, NOT_FOUND for a URL, host or site the link base never saw, UNAVAILABLE while
 the database is unreachable. ``UrlRecord.depth`` is -1 while the depth is unknown.
+
+Every method, reads (the crawl's data) and writes (``AddSites``) alike, needs the admin
+bearer token: the service's ``main`` serves the API with :func:`~libs.common.grpc_server.grpc_server_from`,
+whose interceptor answers UNAUTHENTICATED before a method runs; health and reflection stay open.
 """
 
 from __future__ import annotations
@@ -39,6 +43,15 @@ def page_size(requested: int) -> int:
     if requested <= 0:
         return DEFAULT_PAGE_SIZE
     return min(requested, MAX_PAGE_SIZE)
+
+
+def registrar(api: LinkbaseApi) -> Callable[[grpc.aio.Server], None]:
+    """Registers ``api`` on a server (a :data:`~libs.common.grpc_server.Registrar`)."""
+
+    def register(server: grpc.aio.Server) -> None:
+        linkbase_grpc.add_LinkbaseServiceServicer_to_server(api, server)
+
+    return register
 
 
 class LinkbaseApi(linkbase_grpc.LinkbaseServiceServicer):

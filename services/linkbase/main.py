@@ -6,20 +6,17 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-import grpc
-
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
-from libs.common.grpc_server import GrpcServer
+from libs.common.grpc_server import grpc_server_from
 from libs.common.kafka.consumer import TopicConsumer
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
 from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, PAGE_LINKS
-from libs.common.wire import linkbase_grpc
-from services.linkbase.api import SERVICE_NAME, LinkbaseApi
+from services.linkbase.api import SERVICE_NAME, LinkbaseApi, registrar
 from services.linkbase.graph import GraphReader
 from services.linkbase.handler import LinkbaseHandler
 from services.linkbase.history_reader import HistoryReader
@@ -54,11 +51,7 @@ async def build(env: Mapping[str, str]) -> Service:
         batch_size=settings.batch_size,
     )
     api = LinkbaseApi(GraphReader(db), HistoryReader(db), SiteBook(db), on_seeds=publisher.wake)
-
-    def register(server: grpc.aio.Server) -> None:
-        linkbase_grpc.add_LinkbaseServiceServicer_to_server(api, server)
-
-    grpc_server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[register])
+    grpc_server = grpc_server_from(env, runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)])
     return Service("linkbase", grpc_server, components=[db, producer, publisher, consumer])
 
 

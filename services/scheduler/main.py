@@ -9,8 +9,7 @@ from pathlib import Path
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
-from libs.common.grpc_auth import admin_interceptors
-from libs.common.grpc_server import GrpcServer, GrpcTlsSettings, server_credentials
+from libs.common.grpc_server import grpc_server_from
 from libs.common.kafka.consumer import TopicConsumer
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
@@ -45,8 +44,6 @@ async def build(env: Mapping[str, str]) -> Service:
     database = load_settings(DatabaseSettings, env)
     runtime = load_settings(RuntimeSettings, env)
     settings = load_settings(SchedulerSettings, env)
-    credentials = server_credentials(load_settings(GrpcTlsSettings, env))
-    interceptors = admin_interceptors(env)
     await asyncio.to_thread(apply_migrations, database.dsn, "scheduler", MIGRATIONS)
 
     db = Database(database, "scheduler")
@@ -75,8 +72,7 @@ async def build(env: Mapping[str, str]) -> Service:
                             policies=admin.policies, goal=admin.goal, unsent=unsent, sent=sent)
     api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),
                    explain=freshness.explainer.explain)
-    server = GrpcServer(runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)],
-                        interceptors=interceptors, credentials=credentials)
+    server = grpc_server_from(env, runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)])
     gauges = FrontierMetrics(db, settings.lease_seconds)
     return Service("scheduler", server,
                    [db, producer, freshness.registry, freshness.trainer, dispatcher, consumer, gauges])

@@ -1,4 +1,4 @@
-"""GrpcServer over real gRPC: the standard health service, reflection, serving state and stop."""
+"""GrpcServer over real gRPC: the standard health service, reflection, the token guard, serving state and stop."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from libs.common.grpc_auth import BearerTokenInterceptor, bearer_metadata
 from libs.common.grpc_server import GrpcServer
 from libs.common.wire import admin, admin_grpc
 
@@ -63,11 +64,28 @@ async def test_reflection_lists_the_services(server: GrpcServer) -> None:
     assert names == {ADMIN, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}
 
 
-async def test_registered_services_are_reachable(server: GrpcServer) -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
-        with pytest.raises(grpc.aio.AioRpcError) as info:
-            await admin_grpc.AdminServiceStub(channel).GetCrawlStats(admin.GetCrawlStatsRequest(), timeout=5)
+async def test_registered_services_are_reachable_with_the_token() -> None:
+    guarded = GrpcServer("127.0.0.1:0", service_names=[ADMIN], registrars=[_register_admin],
+                         interceptors=[BearerTokenInterceptor(("t",))])
+    port = await guarded.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await admin_grpc.AdminServiceStub(channel).GetCrawlStats(
+                    admin.GetCrawlStatsRequest(), timeout=5, metadata=bearer_metadata("t"))
+    finally:
+        await guarded.stop(grace=0.5)
     assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED  # the base servicer answered
+
+
+async def test_a_server_handed_no_token_refuses_all_but_health_and_reflection(server: GrpcServer) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        for metadata in (None, bearer_metadata(""), bearer_metadata("anything")):
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await admin_grpc.AdminServiceStub(channel).GetCrawlStats(
+                    admin.GetCrawlStatsRequest(), timeout=5, metadata=metadata)
+            assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert await _status(server.port) == SERVING
 
 
 async def test_set_serving_false_then_true(server: GrpcServer) -> None:

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+from libs.common.grpc_auth import BearerTokenCallInterceptor
 from libs.common.service import Service
 from libs.common.topics import (
     DEAD_LETTERS,
@@ -32,6 +33,13 @@ from services.linkbase.main import build
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 TOPICS = (PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, DISCOVERED_URLS, DEAD_LETTERS)
+TOKEN = "test-linkbase-token"
+
+
+def authorized_channel(service: Service) -> grpc.aio.Channel:
+    """A channel to the service's API whose calls carry the admin token."""
+    return grpc.aio.insecure_channel(f"127.0.0.1:{service.grpc.port}",
+                                     interceptors=[BearerTokenCallInterceptor(TOKEN)])
 
 
 class TopicReader:
@@ -100,6 +108,7 @@ async def linkbase(
         "TRAWL_GRPC_ADDRESS": "127.0.0.1:0",
         "TRAWL_LINKBASE_GROUP": unique_name("linkbase"),
         "TRAWL_LINKBASE_PUBLISH_INTERVAL_SECONDS": "0.5",
+        "TRAWL_ADMIN_TOKEN": TOKEN,
     })
     await service.start()
     try:
@@ -159,7 +168,7 @@ async def test_page_links_twice_announce_each_url_once_and_serve_the_graph(
     finally:
         discovered.close()
 
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.grpc.port}") as channel:
+    async with authorized_channel(service) as channel:
         stub = linkbase_grpc.LinkbaseServiceStub(channel)
         out: list[lb_pb.GraphLink] = []
         token = ""
@@ -230,7 +239,7 @@ async def test_poison_messages_are_dead_lettered_and_good_ones_still_processed(
     finally:
         letters.close()
         discovered.close()
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.grpc.port}") as channel:
+    async with authorized_channel(service) as channel:
         record = await linkbase_grpc.LinkbaseServiceStub(channel).GetUrl(
             lb_pb.GetUrlRequest(url="http://good.test/"))
         assert record.fetched
@@ -241,7 +250,7 @@ async def test_sites_hosts_history_and_external_links_over_grpc(
 ) -> None:
     service, prefix = linkbase
     discovered = TopicReader(kafka_bootstrap, prefix, DISCOVERED_URLS)
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{service.grpc.port}") as channel:
+    async with authorized_channel(service) as channel:
         stub = linkbase_grpc.LinkbaseServiceStub(channel)
         reply = await stub.AddSites(lb_pb.AddSitesRequest(sites=[
             lb_pb.Site(name="Site A", short_name="A", start_url="HTTP://A.Test/?utm_source=mail")]))

@@ -190,12 +190,13 @@ def test_no_service_runs_more_pods_than_its_input_topics_have_partitions(docs: l
         assert most <= partitions, f"{name}: more pods than the {partitions} partitions of {topics}"
 
 
-def test_only_the_scheduler_gets_the_admin_token_and_it_is_optional(docs: list[Doc]) -> None:
+def test_only_the_services_with_a_guarded_api_get_the_admin_token_and_it_is_optional(docs: list[Doc]) -> None:
+    # The scheduler's admin API and the link base's API; the others serve health and reflection only.
     for name, deployment in of_kind(docs, "Deployment").items():
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         refs = [e["valueFrom"]["secretKeyRef"] for e in container.get("env", [])
                 if e["name"] == "TRAWL_ADMIN_TOKEN" and "secretKeyRef" in e.get("valueFrom", {})]
-        if name == "scheduler":
+        if name in ("scheduler", "linkbase"):
             assert refs == [{"name": "trawl-admin", "key": "TRAWL_ADMIN_TOKEN", "optional": True}]
         else:
             assert refs == [], name
