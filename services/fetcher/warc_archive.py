@@ -51,9 +51,18 @@ from services.fetcher.http_response import HttpExchange
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["WarcArchive", "WarcStats", "payload_digest"]
+__all__ = ["WarcArchive", "WarcStats", "payload_digest", "warc_date"]
 
 _DROPPED_HEADERS = frozenset({"transfer-encoding"})
+
+
+def warc_date(timestamp: float) -> str:
+    """``2026-11-27T07:38:54.581156Z``: the UTC time in the W3C form WARC-Date takes, to the microsecond.
+
+    (warcio's ``datetime_to_iso_date`` expects a naive UTC time: an aware one gets ``+00:00Z``,
+    which readers of the archive, indexers among them, refuse.)
+    """
+    return str(datetime_to_iso_date(datetime.fromtimestamp(timestamp, UTC).replace(tzinfo=None), use_micros=True))
 
 
 def payload_digest(payload: bytes) -> str:
@@ -170,7 +179,7 @@ class WarcArchive:
 
     def _write(self, exchange: HttpExchange) -> None:
         writer = self._current_writer()
-        date = datetime_to_iso_date(datetime.fromtimestamp(exchange.started_at, UTC), use_micros=True)
+        date = warc_date(exchange.started_at)
         digest = payload_digest(exchange.raw_body)
         http_headers = StatusAndHeaders(
             f"{exchange.status} {exchange.reason}".strip(),

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 from warcio.archiveiterator import ArchiveIterator
 
-from services.fetcher.warc_archive import WarcArchive, payload_digest
+from services.fetcher.warc_archive import WarcArchive, payload_digest, warc_date
 from services.fetcher.warc_process import WarcProcessArchive
 
 PAGE = b"<html><body>" + b"same words " * 300 + b"</body></html>"
@@ -166,3 +166,11 @@ async def test_a_writer_process_writes_the_same_records(serve, make_fetcher, tmp
         "warcinfo", "response", "request", "revisit", "request", "response", "request", "response", "request"]
     assert found[1]["payload"] == PAGE and found[3]["refers_to"] == server.url("/a")
     assert found[7]["truncated"] == "length"
+
+
+def test_warc_date_is_the_w3c_form_that_indexers_read() -> None:
+    from warcio.timeutils import iso_date_to_datetime
+
+    assert warc_date(1795765083.214577) == "2026-11-27T07:38:03.214577Z"
+    assert warc_date(1795765083.0) == "2026-11-27T07:38:03Z"
+    assert iso_date_to_datetime(warc_date(1795765083.214577)).microsecond == 214577
