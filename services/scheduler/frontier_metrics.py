@@ -5,7 +5,7 @@ out and the age of the oldest request still waiting for its outcome. When that a
 half the lease, the request's URL and host are logged (JSON fields ``url`` and ``host``):
 the fetcher that owns the host's partition is slow or stuck, and the lease will send the
 URL out again. Counting by status reads the whole frontier; in-flight figures read only
-the in-flight index.
+the in-flight index. Every status reads 0 until it is counted, and once it empties.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from libs.common.db.pool import Database
 log = logging.getLogger(__name__)
 
 BY_STATUS = "SELECT status, count(*) FROM scheduler.frontier GROUP BY status"
+STATUSES = ("queued", "in_flight", "fetched", "failed", "blocked")  # exported at 0 until counted
 IN_FLIGHT = (
     "SELECT count(DISTINCT host), extract(epoch FROM now() - min(dispatched_at))"
     " FROM scheduler.frontier WHERE status = 'in_flight'"
@@ -35,7 +36,9 @@ class FrontierMetrics:
         self._interval = interval
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
-        self._known: set[str] = set()
+        self._known: set[str] = set(STATUSES)
+        for status in STATUSES:
+            metrics.FRONTIER_URLS.labels(status).set(0)
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="scheduler-frontier-metrics")
