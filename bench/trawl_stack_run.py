@@ -2,8 +2,9 @@
 
 The stack is the one ``trawl demo`` runs (``cli.stack.local_stack``: the Tansu broker,
 PostgreSQL, the six services as processes under the supervisor) in a throwaway home under
-/var/tmp on free ports, with the demo's politeness settings (``cli.demo.DEMO_ENV``) and no
-WARC archive. Its fetcher reaches the web through the web's server as a proxy. While it
+/var/tmp on free ports, with the demo's settings (``cli.demo.DEMO_ENV``) and no WARC archive
+unless told otherwise (``tuning=REACH_ENV``: the services' defaults, with only what reaching
+the simulated web needs). Its fetcher reaches the web through the web's server as a proxy. While it
 crawls, a :class:`~bench.proc_usage.Sampler` reads the CPU time and memory of every
 service, of PostgreSQL (the postmaster and its backends) and of the broker, and every few
 seconds the consumer lag of each service's group is read from the broker.
@@ -35,6 +36,11 @@ from libs.simweb.process import SimWebProcess
 from libs.simweb.request_log import RequestRecord
 
 DATABASE = "trawl_bench"
+DEMO_TUNING: Mapping[str, str] = {**DEMO_ENV, "TRAWL_FETCHER_WARC_DIR": ""}
+"""The end-to-end benchmark's settings: the demo's, and no WARC archive."""
+REACH_ENV: Mapping[str, str] = {"TRAWL_FETCHER_SSRF_ALLOW": "*.test"}
+"""All that the services' defaults need to crawl the simulated web besides its proxy: its hosts let through
+the SSRF guard by name."""
 SETTLE_SECONDS = 3.0
 LAG_EVERY_SECONDS = 3.0
 
@@ -116,7 +122,10 @@ def topic_messages(bootstrap: str, prefix: str) -> dict[str, int]:
 
 
 def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
-                     timeout: float = 900.0, watch_lag: bool = True) -> StackCrawl:
+                     timeout: float = 900.0, watch_lag: bool = True,
+                     tuning: Mapping[str, str] = DEMO_TUNING) -> StackCrawl:
+    """Crawls ``web`` from ``seeds`` to an idle frontier. The services get ``tuning`` (by default the demo's
+    settings), the web's proxy and a topic prefix, then ``overrides``."""
     home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
     home.chmod(0o755)  # the PostgreSQL account must be able to enter it
     env = stack_env(home)
@@ -125,8 +134,8 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
         admin_dsn = local_stack.ensure_postgres(settings, env)
         drop_database(admin_dsn, DATABASE)
         create_database(admin_dsn, DATABASE)
-        stack_env_ = {**env, **DEMO_ENV, "TRAWL_FETCHER_PROXY": web.url, "TRAWL_TOPIC_PREFIX": "bench.",
-                      "TRAWL_FETCHER_WARC_DIR": "", **(overrides or {})}
+        stack_env_ = {**env, **tuning, "TRAWL_FETCHER_PROXY": web.url, "TRAWL_TOPIC_PREFIX": "bench.",
+                      **(overrides or {})}
         state = local_stack.up(settings, stack_env_, database=DATABASE)
         sampler = Sampler({**stack_parts(settings), "simweb": (web.pid, False)})
         sampler.start()

@@ -19,8 +19,9 @@ LinkKind = Literal["internal", "external", "bad"]
 """``internal``: same registered domain; ``external``: another one; ``bad``: not fetchable at all."""
 Placement = Literal["nav", "article", "footer"]
 PageRole = Literal["home", "page", "private", "hub", "article"]
-RobotsVariant = Literal["allow_all", "disallow_private", "crawl_delay", "missing", "unavailable"]
-"""``missing`` answers 404 (allow all), ``unavailable`` answers 503 (RFC 9309: disallow all)."""
+RobotsVariant = Literal["allow_all", "disallow_private", "crawl_delay", "missing", "unavailable", "disallow_all"]
+"""``missing`` answers 404 (allow all), ``unavailable`` answers 503 (RFC 9309: disallow all);
+``disallow_all`` answers 200 with ``Disallow: /`` (the structured sites of ``site_tree``)."""
 
 PRIVATE_PREFIX = "/private/"
 

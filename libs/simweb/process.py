@@ -11,7 +11,8 @@ full collections, which would otherwise pause it for tens of milliseconds.
 
     python -m libs.simweb.process CONFIG LOG_FILE [--no-gzip] [--render]
 
-serves the web that ``CONFIG`` (a :class:`SimWebConfig` pickled by :class:`SimWebProcess`)
+serves the web that ``CONFIG`` (a :class:`SimWebConfig` or a :class:`~libs.simweb.site_tree.TreeWebConfig`,
+pickled by :class:`SimWebProcess`)
 describes on a free loopback port, prints its address once listening, appends every
 request to ``LOG_FILE`` as a JSON line and stops on SIGTERM or SIGINT.
 """
@@ -35,6 +36,7 @@ from libs.simweb.clock import SimClock
 from libs.simweb.config import SimWebConfig
 from libs.simweb.request_log import RequestRecord, read_log_file
 from libs.simweb.server import SimWebServer
+from libs.simweb.site_tree import TreeWebConfig, build_tree_web
 from libs.simweb.web import SimWeb
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +53,8 @@ def render_all(web: SimWeb) -> SimWeb:
 class SimWebProcess:
     """The web of ``config`` served by a child process: ``start()`` returns its address (an HTTP proxy)."""
 
-    def __init__(self, config: SimWebConfig, log_file: Path, *, gzip: bool = True, render: bool = False) -> None:
+    def __init__(self, config: SimWebConfig | TreeWebConfig, log_file: Path, *, gzip: bool = True,
+                 render: bool = False) -> None:
         """``gzip``: compress for clients that accept it; ``render``: render every page before serving."""
         self.config = config
         self.log_file = log_file
@@ -113,8 +116,8 @@ def stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def serve(config: SimWebConfig, log_file: Path, *, gzip: bool, render: bool) -> None:
-    web = build_web(config)
+async def serve(config: SimWebConfig | TreeWebConfig, log_file: Path, *, gzip: bool, render: bool) -> None:
+    web = build_tree_web(config) if isinstance(config, TreeWebConfig) else build_web(config)
     if render:
         render_all(web)
     # The web's graph is some 160,000 objects for 5,000 pages, which a full garbage collection walks in
@@ -133,14 +136,14 @@ async def serve(config: SimWebConfig, log_file: Path, *, gzip: bool, render: boo
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m libs.simweb.process", description=__doc__.splitlines()[0])
-    parser.add_argument("config", type=Path, help="a SimWebConfig pickled by SimWebProcess")
+    parser.add_argument("config", type=Path, help="a SimWebConfig or TreeWebConfig pickled by SimWebProcess")
     parser.add_argument("log_file", type=Path)
     parser.add_argument("--no-gzip", action="store_true")
     parser.add_argument("--render", action="store_true")
     args = parser.parse_args(argv)
     config = pickle.loads(args.config.read_bytes())
-    if not isinstance(config, SimWebConfig):
-        print(f"error: {args.config} holds no SimWebConfig", file=sys.stderr)
+    if not isinstance(config, SimWebConfig | TreeWebConfig):
+        print(f"error: {args.config} holds no SimWebConfig or TreeWebConfig", file=sys.stderr)
         return 2
     asyncio.run(serve(config, args.log_file, gzip=not args.no_gzip, render=args.render))
     return 0
