@@ -21,8 +21,9 @@ import asyncio
 import collections
 import dataclasses
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from yarl import URL
 
@@ -69,6 +70,8 @@ Outcome = Literal[
     "handed_over",
 ]
 
+T = TypeVar("T")
+
 _RETRYABLE_STATUSES = frozenset({408, 429})
 _ORIGINS_KEPT = 100_000  # origins remembered by scheme and authority (then forgotten all at once)
 
@@ -102,9 +105,11 @@ def record_response(slot: HostSlot, response: HttpResponse) -> None:
 
 
 def polite_robots_fetch(
-    http: HttpFetcher, politeness: HostPoliteness, keys: PolitenessKeys | None = None
+    http: HttpFetcher, politeness: HostPoliteness, keys: PolitenessKeys | None = None,
+    wire: asyncio.Semaphore | None = None,
 ) -> FetchFn:
-    """The robots.txt fetch for :class:`RobotsCache`: waits for the host's slot like any request.
+    """The robots.txt fetch for :class:`RobotsCache`: waits for the host's slot like any request,
+    then for a place on the wire (``wire``, shared with :class:`FetchCore`).
 
     Raises the politeness errors (:class:`HostParkedError`,
     :class:`PolitenessTimeoutError`, :class:`HostReleasedError`) so that
@@ -116,12 +121,20 @@ def polite_robots_fetch(
         host = await keys.key(URL(url).raw_host or "")
         async with politeness.slot(host) as slot:
             response = await slot.guard(
-                http.fetch(url, max_redirects=ROBOTS_MAX_REDIRECTS, accept_all_types=True)
+                _on_wire(wire, http.fetch(url, max_redirects=ROBOTS_MAX_REDIRECTS, accept_all_types=True))
             )
             record_response(slot, response)
         return response
 
     return fetch
+
+
+async def _on_wire(wire: asyncio.Semaphore | None, request: Awaitable[T]) -> T:
+    """``request``, sent once a place on the wire is free (at once without ``wire``)."""
+    if wire is None:
+        return await request
+    async with wire:
+        return await request
 
 
 def direct_robots_fetch(http: HttpFetcher) -> FetchFn:
@@ -141,6 +154,11 @@ class FetchCore:
     politeness. A hop's robots.txt, if not cached, is fetched at once rather
     than through the target host's slot, since waiting there while holding a
     slot could deadlock with a fetch redirecting the other way.
+
+    ``wire`` bounds the requests being sent at once. A request takes its place
+    on the wire only once its host's gap has passed, so requests waiting for a
+    gap (any number of them, for any number of hosts) hold no place: a host
+    whose turn has come never waits behind another host's gap.
     """
 
     def __init__(
@@ -150,8 +168,10 @@ class FetchCore:
         politeness: HostPoliteness,
         clock: Clock,
         keys: PolitenessKeys | None = None,
+        wire: asyncio.Semaphore | None = None,
     ) -> None:
         self._http = http
+        self._wire = wire
         self._robots = robots
         self._politeness = politeness
         self._clock = clock
@@ -200,7 +220,12 @@ class FetchCore:
             try:
                 slot.begin()
                 try:
-                    response = await self._http.fetch(url, allow=self._hop_allowed)
+                    wire = self._wire
+                    if wire is None:
+                        response = await self._http.fetch(url, allow=self._hop_allowed)
+                    else:
+                        async with wire:
+                            response = await self._http.fetch(url, allow=self._hop_allowed)
                 except asyncio.CancelledError:
                     slot.cancelled()
                     raise

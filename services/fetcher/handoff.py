@@ -22,6 +22,10 @@ Two rules keep "one request at a time, and the gap" across owners:
    (a crash commits nothing), so a request produced before its partition was
    assigned here is *inherited*: its host is held until ``handoff_delay``
    seconds after the assignment, as if it had been fetched at that moment.
+   A partition the group never committed an offset for had no owner that
+   finished a request of it (a fetcher commits what it finished every
+   ``TRAWL_FETCHER_COMMIT_INTERVAL``): its requests are not inherited, so a
+   crawl's first fetcher starts at once instead of ``handoff_delay`` late.
    Any request the old owner sent ended before the assignment (a crashed
    process's connections die with it; a live one settles first), so the gap
    holds for hosts whose gap is at most ``handoff_delay`` (by default the
@@ -59,6 +63,7 @@ CLOCK_SKEW_MS = 2000
 class _Partition:
     assigned_at_ms: int
     assigned_at: float  # on the fetcher's clock
+    inherits: bool = True  # an earlier owner may have started its requests
     leaving: bool = False
     jobs: dict[asyncio.Task[Any], str] = field(default_factory=dict)  # task -> host
 
@@ -97,12 +102,14 @@ class Handoff:
 
     # called in the consumer's thread ---------------------------------------------------------
 
-    def assigned(self, partitions: list[tuple[str, int]]) -> None:
+    def assigned(self, partitions: list[tuple[str, int]], first: frozenset[tuple[str, int]] = frozenset()) -> None:
+        """``partitions`` are served here from now; ``first``: those no earlier owner finished anything of."""
         at_ms, at = int(self._wall() * 1000), self._clock.now()
         with self._lock:
-            for _topic, number in partitions:
-                self._partitions[number] = _Partition(at_ms, at)
-        logger.info("took over partitions %s", sorted(n for _, n in partitions))
+            for topic, number in partitions:
+                self._partitions[number] = _Partition(at_ms, at, inherits=(topic, number) not in first)
+        logger.info("took over partitions %s (%d never served before)", sorted(n for _, n in partitions),
+                    len(first))
 
     # called on the event loop ----------------------------------------------------------------
 
@@ -112,7 +119,8 @@ class Handoff:
             return False
         with self._lock:
             part = self._partitions.get(record.partition)
-        if part is None or part.leaving or record.timestamp_ms > part.assigned_at_ms + CLOCK_SKEW_MS:
+        if (part is None or part.leaving or not part.inherits
+                or record.timestamp_ms > part.assigned_at_ms + CLOCK_SKEW_MS):
             return False
         return await self._finished.finished(record.partition, part.assigned_at_ms, record.value.request_id,
                                              record.timestamp_ms)
@@ -133,7 +141,7 @@ class Handoff:
         part.jobs[task] = request.host
         not_before: float | None = None
         last_fetch_end: float | None = None
-        if record.timestamp_ms <= part.assigned_at_ms + CLOCK_SKEW_MS:
+        if part.inherits and record.timestamp_ms <= part.assigned_at_ms + CLOCK_SKEW_MS:
             self.inherited += 1
             not_before, last_fetch_end = part.assigned_at + self._handoff_delay, part.assigned_at
         stamp = int(request.host_not_before_ms)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import sys
@@ -87,7 +88,8 @@ async def build(env: Mapping[str, str]) -> Service:
         dataclasses.replace(kafka, linger_ms=max(kafka.linger_ms, settings.producer_linger_ms)), "fetcher"
     )
     discoveries = DiscoveryPublisher(producer)
-    polite_fetch = polite_robots_fetch(http, politeness, keys)
+    wire = asyncio.Semaphore(settings.concurrency)  # requests being sent; those waiting for a gap hold none
+    polite_fetch = polite_robots_fetch(http, politeness, keys, wire)
     sitemaps = SitemapReader(polite_fetch, discoveries.sitemap, max_urls=settings.sitemap_max_urls)
     robots = RobotsCache(
         polite_fetch,
@@ -98,7 +100,7 @@ async def build(env: Mapping[str, str]) -> Service:
         timeout_ttl=settings.robots_timeout_ttl,
         on_loaded=sitemaps.robots_loaded if settings.sitemaps else None,
     )
-    core = FetchCore(http, robots, politeness, clock, keys)
+    core = FetchCore(http, robots, politeness, clock, keys, wire)
     handoff = Handoff(
         core, clock, producer.flush, handoff_delay=settings.handoff_delay, grace=settings.handoff_grace,
         finished=FinishedRequests(kafka),
@@ -115,7 +117,7 @@ async def build(env: Mapping[str, str]) -> Service:
         topics=[FETCH_REQUESTS],
         handler=worker,
         producer=producer,
-        concurrency=settings.concurrency,
+        concurrency=settings.max_in_hand,
         commit_interval=settings.commit_interval,
         pause_after=settings.pause_after,
         fetch_wait_ms=kafka.loop_fetch_wait_max_ms,

@@ -24,12 +24,18 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["RebalanceListener", "RebalancingConsumer"]
 
+_COMMITTED_TIMEOUT = 5.0
+
 
 class RebalanceListener(Protocol):
     """What the consumer tells about partition ownership; partitions are ``(topic name, partition)``."""
 
-    def assigned(self, partitions: list[tuple[str, int]]) -> None:
-        """Partitions just assigned; called in the consumer's thread before any of their records is handed out."""
+    def assigned(self, partitions: list[tuple[str, int]], first: frozenset[tuple[str, int]] = frozenset()) -> None:
+        """Partitions just assigned; called in the consumer's thread before any of their records is handed out.
+
+        ``first``: those of them the group never committed an offset for, so no earlier member finished
+        (and, but for one killed within its first commit interval, started) any of their requests.
+        """
         ...
 
     async def revoking(self, partitions: list[tuple[str, int]]) -> None:
@@ -69,7 +75,20 @@ class RebalancingConsumer(TopicConsumer):
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         super()._on_assign(consumer, partitions)
-        self._listener.assigned([(tp.topic, tp.partition) for tp in partitions])
+        first = self._never_committed(consumer, partitions)
+        self._listener.assigned([(tp.topic, tp.partition) for tp in partitions], first)
+
+    @staticmethod
+    def _never_committed(consumer: Consumer, partitions: list[TopicPartition]) -> frozenset[tuple[str, int]]:
+        """The partitions the group has no committed offset for (none when the look-up fails)."""
+        if not partitions:
+            return frozenset()
+        try:
+            committed = consumer.committed(partitions, timeout=_COMMITTED_TIMEOUT)
+        except Exception as exc:  # the safe answer: every partition may have had an owner
+            logger.warning("could not read the committed offsets of %d partitions: %s", len(partitions), exc)
+            return frozenset()
+        return frozenset((tp.topic, tp.partition) for tp in committed if tp.error is None and tp.offset < 0)
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         loop = self._loop

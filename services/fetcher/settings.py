@@ -14,7 +14,19 @@ class FetcherSettings:
         "TRAWL_FETCHER_USER_AGENT", "TrawlBot/0.1 (+https://trawl.invalid/bot)", "User-Agent header sent."
     )
     robots_token: str = setting("TRAWL_FETCHER_ROBOTS_TOKEN", "trawl", "User-agent token matched in robots.txt.")
-    concurrency: int = setting("TRAWL_FETCHER_CONCURRENCY", 64, "Fetches in progress at once (over all hosts).")
+    concurrency: int = setting(
+        "TRAWL_FETCHER_CONCURRENCY",
+        64,
+        "Requests on the wire at once (over all hosts, robots.txt included). A request waiting for its host's gap"
+        " is not on the wire and does not count: see TRAWL_FETCHER_MAX_IN_HAND.",
+    )
+    max_in_hand: int = setting(
+        "TRAWL_FETCHER_MAX_IN_HAND",
+        4096,
+        "Fetch requests held at once: on the wire and waiting for their host's turn (about 1 KB each). Enough for"
+        " every host the scheduler hands out (TRAWL_SCHEDULER_MAX_IN_FLIGHT), so that no host waits behind another"
+        " host's gap, robots.txt fetch or slow response; beyond it the fetcher stops consuming until one ends.",
+    )
     commit_interval: float = setting(
         "TRAWL_FETCHER_COMMIT_INTERVAL",
         0.1,
@@ -36,6 +48,12 @@ class FetcherSettings:
         "TRAWL_FETCHER_MAX_BODY_BYTES", 2 * 1024 * 1024, "Decoded body bytes kept; the rest is cut (truncated)."
     )
     max_redirects: int = setting("TRAWL_FETCHER_MAX_REDIRECTS", 5, "Redirects followed per fetch.")
+    max_informational_responses: int = setting(
+        "TRAWL_FETCHER_MAX_INFORMATIONAL_RESPONSES",
+        16,
+        "Informational (1xx) responses accepted before a request's final response; one more ends the fetch as"
+        " protocol_error:too_many_informational_responses (each is already bounded in size by the header limits).",
+    )
     proxy: str = setting("TRAWL_FETCHER_PROXY", "", "HTTP proxy URL every request goes through (empty: none).")
     host_map: str = setting(
         "TRAWL_FETCHER_HOST_MAP", "", "Static host-to-address map, like /etc/hosts: 'host=addr,host2=addr2'."
@@ -116,6 +134,29 @@ class FetcherSettings:
     )
     sitemap_max_urls: int = setting(
         "TRAWL_FETCHER_SITEMAP_MAX_URLS", 50_000, "Most URLs taken from one host's sitemaps per robots.txt load."
+    )
+    sitemap_max_files: int = setting(
+        "TRAWL_FETCHER_SITEMAP_MAX_FILES", 20, "Most sitemap files (indexes included) read per host per robots.txt load."
+    )
+    sitemap_max_depth: int = setting(
+        "TRAWL_FETCHER_SITEMAP_MAX_DEPTH", 2, "Levels of sitemap indexes followed below the sitemaps robots.txt lists."
+    )
+    sitemap_max_decoded_bytes: int = setting(
+        "TRAWL_FETCHER_SITEMAP_MAX_DECODED_BYTES",
+        50 * 1024 * 1024,
+        "Decoded (inflated) bytes read from one sitemap file; the rest is not read (the sitemaps.org limit).",
+    )
+    sitemap_max_elements: int = setting(
+        "TRAWL_FETCHER_SITEMAP_MAX_ELEMENTS",
+        1_000_000,
+        "XML elements read from one sitemap file (50,000 URLs with four fields are 250,000). A file cut here or at"
+        " its decoded size ends the read of its host's sitemaps: a bomb costs one file's parse, about a second.",
+    )
+    sitemap_max_urls_per_file: int = setting(
+        "TRAWL_FETCHER_SITEMAP_MAX_URLS_PER_FILE", 50_000, "Most page URLs taken from one sitemap file."
+    )
+    sitemap_max_index_children: int = setting(
+        "TRAWL_FETCHER_SITEMAP_MAX_INDEX_CHILDREN", 1_000, "Most sitemaps taken from one sitemap index."
     )
     warc_dir: str = setting(
         "TRAWL_FETCHER_WARC_DIR",

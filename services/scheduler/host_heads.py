@@ -70,38 +70,42 @@ _BEHIND = "slots = 1 AND in_flight BETWEEN 1 AND %(depth)s - 1"
 def select_and_take(queue_depth: int = 1) -> str:
     """The round's statement: the best head of each free host, best first, taken, with the hosts'
     next heads. ``queue_depth`` requests of a one-slot host may be out at once (1: none behind the
-    one being fetched); the fetcher keeps the host's politeness, one request on the wire at a time."""
+    one being fetched); the fetcher keeps the host's politeness, one request on the wire at a time.
+
+    Hosts with nothing out come first, best first, then the requests that would wait behind one
+    already out: the in-flight budget goes to hosts that can start now before requests that wait
+    for a gap, so a crawl starts every host it can at once rather than a few hosts deeper."""
     behind = queue_depth > 1
     return (
         "WITH idle AS ("
-        "  SELECT head_fp AS url_fp, head_priority AS priority FROM scheduler.hosts"
+        "  SELECT head_fp AS url_fp, head_priority AS priority, 1 AS idle FROM scheduler.hosts"
         "  WHERE head_fp IS NOT NULL AND in_flight = 0 AND head_due_at <= %(now)s AND " + _FREE
         + "  ORDER BY head_priority DESC, head_fp LIMIT %(room)s"
         "  FOR UPDATE SKIP LOCKED"
         + ("), behind AS ("
-           "  SELECT head_fp AS url_fp, head_priority AS priority FROM scheduler.hosts"
+           "  SELECT head_fp AS url_fp, head_priority AS priority, 0 AS idle FROM scheduler.hosts"
            "  WHERE head_fp IS NOT NULL AND in_flight > 0 AND " + _BEHIND + " AND head_due_at <= %(now)s AND "
            + _FREE + "  ORDER BY head_priority DESC, head_fp LIMIT %(room)s"
            "  FOR UPDATE SKIP LOCKED" if behind else "")
         + "), shared AS ("
-        "  SELECT head_fp AS url_fp, head_priority AS priority FROM scheduler.hosts"
+        "  SELECT head_fp AS url_fp, head_priority AS priority, 0 AS idle FROM scheduler.hosts"
         "  WHERE " + _SHARED + " AND head_fp IS NOT NULL AND head_due_at <= %(now)s AND " + _FREE
         + "  FOR UPDATE SKIP LOCKED"
         "), later AS ("  # heads not due yet: the best due URL of such a host, if any
-        "  SELECT host FROM scheduler.hosts"
+        "  SELECT host, (in_flight = 0)::int AS idle FROM scheduler.hosts"
         "  WHERE head_fp IS NOT NULL AND head_due_at > %(now)s AND (in_flight = 0 OR " + _SHARED
         + (" OR " + _BEHIND if behind else "") + ") AND " + _FREE
         + "  FOR UPDATE SKIP LOCKED"
         "), later_best AS ("
-        "  SELECT b.url_fp, b.priority FROM later, LATERAL ("
+        "  SELECT b.url_fp, b.priority, later.idle FROM later, LATERAL ("
         "    SELECT url_fp, priority FROM scheduler.frontier f"
         "    WHERE f.host = later.host AND f.status = 'queued' AND f.next_fetch_at <= %(now)s"
         "    ORDER BY f.priority DESC, f.url_fp LIMIT 1) b"
         "), best AS ("
-        "  SELECT url_fp, priority FROM idle UNION ALL SELECT url_fp, priority FROM shared"
-        + ("  UNION ALL SELECT url_fp, priority FROM behind" if behind else "")
-        + "  UNION ALL SELECT url_fp, priority FROM later_best"
-        "  ORDER BY priority DESC, url_fp LIMIT %(room)s"
+        "  SELECT url_fp, priority, idle FROM idle UNION ALL SELECT url_fp, priority, idle FROM shared"
+        + ("  UNION ALL SELECT url_fp, priority, idle FROM behind" if behind else "")
+        + "  UNION ALL SELECT url_fp, priority, idle FROM later_best"
+        "  ORDER BY idle DESC, priority DESC, url_fp LIMIT %(room)s"
         "), took AS ("
         "  UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
         "    dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"

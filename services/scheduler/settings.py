@@ -12,12 +12,14 @@ class SchedulerSettings:
     group_id: str = setting("TRAWL_SCHEDULER_GROUP", "trawl-scheduler", "Consumer group of the scheduler.")
     max_in_flight: int = setting(
         "TRAWL_SCHEDULER_MAX_IN_FLIGHT",
-        64,
-        "Most fetch requests in flight over all hosts: what the fetchers can take (backpressure).",
+        2000,
+        "Most fetch requests in flight over all hosts (backpressure): what the fetchers hold, waiting for their"
+        " hosts' gaps or on the wire (at most TRAWL_FETCHER_MAX_IN_HAND each, TRAWL_FETCHER_CONCURRENCY of them"
+        " on the wire). Hosts with nothing out take it first, so it bounds the hosts crawled at once.",
     )
     host_queue_depth: int = setting(
         "TRAWL_SCHEDULER_HOST_QUEUE_DEPTH",
-        1,
+        2,
         "Requests of a host handed out at once: the one being fetched and those waiting their turn at the"
         " fetcher, which keeps the host's politeness (one on the wire, the gap between). 2 lets the next request"
         " start as soon as the gap has passed, not once the outcome has come back and a round has run.",
