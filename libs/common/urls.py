@@ -9,23 +9,31 @@ The rules, in the order they are applied:
 
 1. Leading/trailing C0 controls and spaces are stripped and tabs/newlines
    removed anywhere (as browsers do); backslashes before the query become
-   slashes for http(s) URLs (as browsers do).
+   slashes for http(s) URLs, and slashes after ``http:``/``https:`` or at the
+   start of a reference are read as browsers read them (``http:example.com``
+   and ``http:///example.com`` name the host ``example.com``).
 2. The reference is resolved against ``base`` (RFC 3986 section 5).
 3. Scheme and host are lowercased; internationalised hosts are IDNA-encoded
-   (UTS 46, non-transitional, as browsers do); a trailing dot on the host is
-   removed; IP literals are written in their canonical form; the default
-   port is dropped.
+   (UTS 46, non-transitional, as browsers do, symbol domains included); a
+   trailing dot on the host is removed; IP literals are written in their
+   canonical form, and a host ending in a number must be one (``1.2.3.08`` is
+   refused); the port loses its leading zeros, the default port is dropped,
+   port 0 is refused.
 4. Percent-encoding is normalised: escapes of unreserved characters are
    decoded, other escapes get uppercase hex, characters that may not appear
    literally (controls, space, non-ASCII, ``"<>\\^`{|}``) are UTF-8 encoded
-   and escaped, reserved characters are kept as they are.
+   and escaped, reserved characters are kept as they are, except ``'`` in the
+   query, which browsers send escaped.
 5. Dot segments are removed; an empty path becomes ``/``. The path's case and
    trailing slashes are kept.
 6. The fragment is dropped; tracking and session parameters are removed from
    the query (and from ``;name=value`` path parameters); empty query pieces
    and an empty query are dropped; the query is optionally sorted by name.
 
-User information (``user:pass@``) is kept, percent-normalised like the path.
+User information (``user:pass@``) is kept, percent-normalised like the path, an
+empty password (``user:@``) or empty user information (``:@``) dropped and the
+``@`` and ``:`` inside it escaped. ``docs/urls.md`` gives the reason for each rule
+and how the normal form agrees with other projects' URL test suites.
 
 The configurable part (parameters stripped, query sorting, length limit) is a
 :class:`UrlPolicy`; :class:`UrlSettings` reads it from the environment in a
@@ -76,8 +84,11 @@ _RESERVED = frozenset(":/?#[]@!$&'()*+,;=")
 _KEEP = _UNRESERVED | _RESERVED
 _HEX = frozenset("0123456789abcdefABCDEF")
 _HOST_LABEL_RE = re.compile(r"[a-z0-9_](?:[a-z0-9_\-]{0,61}[a-z0-9_])?")
-_PORT_RE = re.compile(r"[0-9]{1,5}")
+_PORT_RE = re.compile(r"[0-9]+")
 _IPV4_PART_RE = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
+# WHATWG's "ends in a number": such a host must be an IPv4 address (``foo.09`` is refused).
+_NUMBER_LABEL_RE = re.compile(r"[0-9]+|0x[0-9a-f]*")
+_JOINERS = ("\u200c", "\u200d")
 # Work on an input at most this many times longer than the policy's limit:
 # enough for whitespace and removable parameters, small enough to stay cheap.
 _RAW_LENGTH_FACTOR = 4
@@ -210,6 +221,33 @@ def _fix_backslashes(url: str) -> str:
     return url[:cut].replace("\\", "/") + url[cut:]
 
 
+def _browser_slashes(url: str, base: str | None) -> str:
+    """Read the slashes after ``http:``/``https:`` and at the start of a reference as browsers do.
+
+    WHATWG's URL parser, for http(s): ``http:example.com`` and ``http:/example.com`` name the
+    host ``example.com`` (unless the base has the same scheme: then they are relative to it),
+    and any run of two or more slashes opens the authority (``http:///x`` and ``///x``
+    against an http(s) base name the host ``x``). Called after :func:`_fix_backslashes`.
+    """
+    match = _SCHEME_RE.match(url)
+    if match is not None:
+        scheme = match.group(0)[:-1]
+        if scheme.lower() not in _DEFAULT_PORTS:
+            return url
+        rest = url[len(scheme) + 1 :]
+        if not rest.startswith("//") and base is not None:
+            base_scheme = _SCHEME_RE.match(base.lstrip(_C0_AND_SPACE))
+            if base_scheme is not None and base_scheme.group(0)[:-1].lower() == scheme.lower():
+                return url  # relative to the base, which the join does
+        return f"{scheme}://{rest.lstrip('/')}"
+    if url.startswith("//") and base is not None:
+        authority = url.lstrip("/")
+        if not authority or authority[0] in "?#":
+            raise InvalidUrl("no_host", url)
+        return "//" + authority
+    return url
+
+
 def _normalize_escapes(component: str) -> str:
     """Normalise percent-encoding in one path, query or userinfo component."""
     out: list[str] = []
@@ -308,14 +346,7 @@ def _normalize_host(host: str, url: str) -> str:
     host = host.rstrip(".")
     if not host:
         raise InvalidUrl("no_host", url)
-    if not host.isascii():
-        try:
-            host = idna.encode(host, uts46=True, transitional=False, std3_rules=False).decode("ascii")
-        except (idna.IDNAError, UnicodeError, ValueError):
-            raise InvalidUrl("bad_idn", url) from None
-        host = host.rstrip(".")
-    else:
-        host = host.lower()
+    host = host.lower() if host.isascii() else _domain_to_ascii(host, url).rstrip(".")
     if len(host) > 253:
         raise InvalidUrl("bad_host", url)
     labels = host.split(".")
@@ -327,9 +358,40 @@ def _normalize_host(host: str, url: str) -> str:
                 label[4:].encode("ascii").decode("punycode")
             except (UnicodeError, ValueError):
                 raise InvalidUrl("bad_idn", url) from None
-    if _IPV4_PART_RE.fullmatch(labels[-1]):
+    if _NUMBER_LABEL_RE.fullmatch(labels[-1]):
         return _parse_ipv4(labels, url)
     return host
+
+
+def _domain_to_ascii(host: str, url: str) -> str:
+    """IDNA-encode a non-ASCII host as browsers do (UTS 46, non-transitional).
+
+    IDNA2008 where it holds; otherwise the UTS 46 mapping alone, as WHATWG's "domain to
+    ASCII" does, so that symbol domains that browsers reach (U+2603 SNOWMAN ``.net``) are
+    ``xn--n3h.net`` rather than refused. Either way a label must be in NFC, must not
+    start with a combining mark, must pass the bidi rule and may not hold a joiner
+    outside IDNA2008's contexts.
+    """
+    try:
+        return idna.encode(host, uts46=True, transitional=False, std3_rules=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError, ValueError):
+        pass
+    try:
+        mapped = idna.uts46_remap(host, std3_rules=False, transitional=False)
+        labels = []
+        for label in mapped.split("."):
+            if label.isascii():
+                labels.append(label.lower())
+                continue
+            if any(joiner in label for joiner in _JOINERS):
+                raise InvalidUrl("bad_idn", url)
+            idna.check_nfc(label)
+            idna.check_initial_combiner(label)
+            idna.check_bidi(label)
+            labels.append("xn--" + label.encode("punycode").decode("ascii"))
+    except (idna.IDNAError, UnicodeError, ValueError):
+        raise InvalidUrl("bad_idn", url) from None
+    return ".".join(labels)
 
 
 def _parse_ipv4(labels: list[str], url: str) -> str:
@@ -353,6 +415,19 @@ def _parse_ipv4(labels: list[str], url: str) -> str:
     for index, n in enumerate(leading):
         value += n << (8 * (3 - index))
     return str(ipaddress.IPv4Address(value))
+
+
+def _normalize_userinfo(userinfo: str) -> str:
+    """``user[:password]`` with an empty password dropped (``a:@`` is ``a@``, ``:@`` nothing) and
+    the ``@`` and ``:`` that belong to the name or password escaped, as WHATWG writes them."""
+    user, _, password = userinfo.partition(":")
+    user = _normalize_escapes(user)
+    password = _normalize_escapes(password)
+    if "@" in user:
+        user = user.replace("@", "%40")
+    if "@" in password or ":" in password:
+        password = password.replace("@", "%40").replace(":", "%3A")
+    return f"{user}:{password}" if password else user
 
 
 def _split_authority(netloc: str, url: str) -> tuple[str, str, str]:
@@ -388,10 +463,15 @@ def normalize_url(url: str, base: str | None = None, policy: UrlPolicy | None = 
     if len(cleaned) > policy.max_length * _RAW_LENGTH_FACTOR:
         raise InvalidUrl("too_long", url)
     cleaned = _fix_backslashes(cleaned)
+    # The commonest link, "http(s)://host...", needs no reading of slashes.
+    if not cleaned.startswith(("http://", "https://")) or cleaned.startswith("/", 7 if cleaned[4] == ":" else 8):
+        cleaned = _browser_slashes(cleaned, base)
     try:
         parts = urlsplit(cleaned)
         # An absolute URL with an authority ignores the base: no join (the commonest link).
-        if base is not None and not (parts.scheme and parts.netloc):
+        if base is not None and not (
+            parts.scheme and (parts.netloc or cleaned.startswith("//", len(parts.scheme) + 1))
+        ):
             cleaned = urljoin(_fix_backslashes(_clean(base)), cleaned)
             parts = urlsplit(cleaned)
     except ValueError:
@@ -408,7 +488,7 @@ def normalize_url(url: str, base: str | None = None, policy: UrlPolicy | None = 
     host = _normalize_host(host, url)
     netloc = host
     if port:
-        if not _PORT_RE.fullmatch(port):
+        if not _PORT_RE.fullmatch(port) or len(port.lstrip("0")) > 5:
             raise InvalidUrl("bad_port", url)
         port_number = int(port)
         if not 0 < port_number <= 65535:
@@ -416,12 +496,16 @@ def normalize_url(url: str, base: str | None = None, policy: UrlPolicy | None = 
         if port_number != _DEFAULT_PORTS.get(scheme):
             netloc = f"{host}:{port_number}"
     if userinfo:
-        netloc = f"{_normalize_escapes(userinfo)}@{netloc}"
+        userinfo = _normalize_userinfo(userinfo)
+        if userinfo:
+            netloc = f"{userinfo}@{netloc}"
 
     # Parameters go before dot segments: "..;sid=1" must become ".." first.
     path = _strip_path_params(_normalize_escapes(parts.path or "/"), policy)
     path = _remove_dot_segments(path if path.startswith("/") else "/" + path)
     query = _normalize_query(_normalize_escapes(parts.query), policy) if parts.query else ""
+    if "'" in query:  # browsers send it escaped in an http(s) query (WHATWG's special-query set)
+        query = query.replace("'", "%27")
 
     result = f"{scheme}://{netloc}{path}"
     if query:

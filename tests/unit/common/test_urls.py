@@ -25,6 +25,7 @@ CASES: list[tuple[str, str | None, str]] = [
     ("https://EXAMPLE.com:443/A/B#Frag", None, "https://example.com/A/B"),
     ("https://example.com:8443/", None, "https://example.com:8443/"),
     ("http://example.com:0080/", None, "http://example.com/"),
+    ("http://example.com:00000000000000000000080/", None, "http://example.com/"),
     ("http://example.com:/x", None, "http://example.com/x"),
     # dot segments, trailing slash and path case kept
     ("http://h.com/a/./b/../c/", None, "http://h.com/a/c/"),
@@ -40,6 +41,7 @@ CASES: list[tuple[str, str | None, str]] = [
     ("http://h.com/100%", None, "http://h.com/100%25"),
     ("http://h.com/a?x=1%26y%3D2&z=%7e", None, "http://h.com/a?x=1%26y%3D2&z=~"),
     ("http://h.com/[x]!$&'()*+,;=:@", None, "http://h.com/[x]!$&'()*+,;=:@"),
+    ("http://h.com/?a[]=1&q='x'&r=%27", None, "http://h.com/?a[]=1&q=%27x%27&r=%27"),
     ("http://ex%41mple.com/", None, "http://example.com/"),
     # whitespace and control characters, backslashes
     ("  \thttp://h.com/a\nb \x00", None, "http://h.com/ab"),
@@ -50,6 +52,8 @@ CASES: list[tuple[str, str | None, str]] = [
     ("http://\uff21\uff22\uff23\u3002com/", None, "http://abc.com/"),
     ("http://xn--bcher-kva.example/", None, "http://xn--bcher-kva.example/"),
     ("http://www.example.com./", None, "http://www.example.com/"),
+    ("https://%e2%98%83.net/", None, "https://xn--n3h.net/"),
+    ("http://\u2603.net/", None, "http://xn--n3h.net/"),
     # IP literals
     ("http://[2001:DB8:0:0::1]:80/", None, "http://[2001:db8::1]/"),
     ("http://127.0.0.1:8080", None, "http://127.0.0.1:8080/"),
@@ -65,8 +69,19 @@ CASES: list[tuple[str, str | None, str]] = [
     ("http://h.com/?utm_x", None, "http://h.com/"),
     ("http://h.com/?%75tm_source=1&k=v", None, "http://h.com/?k=v"),
     ("http://h.com/?sidebar=1", None, "http://h.com/?sidebar=1"),
-    # userinfo kept
+    # userinfo kept; an empty password or userinfo dropped, "@" and ":" inside escaped
     ("http://User:P%61ss@H.com/", None, "http://User:Pass@h.com/"),
+    ("http://a:@h.com/", None, "http://a@h.com/"),
+    ("http://:@h.com/", None, "http://h.com/"),
+    ("http://::@c@h.com:2", None, "http://:%3A%40c@h.com:2/"),
+    ("https://@u@v@h.com/", None, "https://%40u%40v@h.com/"),
+    # slashes read as browsers do
+    ("http:example.com/x", None, "http://example.com/x"),
+    ("https:/example.com/", "http://a/b", "https://example.com/"),
+    ("http:/example.com/", "http://a/b", "http://a/example.com/"),
+    ("http:///path", None, "http://path/"),
+    ("///test", "http://a/b", "http://test/"),
+    ("/\\/\\//h.com/../p", "http://a/b", "http://h.com/p"),
     # resolution against a base (RFC 3986 section 5.4 examples)
     ("g", "http://a/b/c/d;p?q", "http://a/b/c/g"),
     ("./g", "http://a/b/c/d;p?q", "http://a/b/c/g"),
@@ -102,7 +117,9 @@ INVALID: list[tuple[str, str | None, str]] = [
     ("relative/path", None, "no_scheme"),
     ("//h.com/x", None, "no_scheme"),
     ("http://", None, "no_host"),
-    ("http:///path", None, "no_host"),
+    ("http:///", None, "no_host"),
+    ("http://?q", "http://a/", "no_host"),
+    ("//", "http://a/", "no_host"),
     ("http://h.com:99999/", None, "bad_port"),
     ("http://h.com:0/", None, "bad_port"),
     ("http://h.com:8o/", None, "bad_port"),
@@ -113,6 +130,10 @@ INVALID: list[tuple[str, str | None, str]] = [
     ("http://a<b>.com/", None, "bad_host"),
     ("http://256.1.1.1/", None, "bad_host"),
     ("http://example.123/", None, "bad_host"),
+    ("http://1.2.3.08/", None, "bad_host"),
+    ("http://foo.09/", None, "bad_host"),
+    ("http://0999999999999999999/", None, "bad_host"),
+    ("http://h.com:00000000000000/", None, "bad_port"),
     ("http://\u200d.com/", None, "bad_idn"),
     ("http://xn--a-zz.com/", None, "bad_idn"),
     ("http://h.com/" + "a" * 3000, None, "too_long"),
@@ -443,7 +464,14 @@ def test_the_key_spells_the_url_fingerprint(url: str) -> None:
     assert key_fingerprint(url_key(url)) == url_fingerprint(url)
 
 
-@pytest.mark.parametrize(("key", "fingerprint"), [("0000000000000000", 0), ("7fffffffffffffff", 2**63 - 1),
-                                                  ("8000000000000000", -(2**63)), ("ffffffffffffffff", -1)])
+@pytest.mark.parametrize(
+    ("key", "fingerprint"),
+    [
+        ("0000000000000000", 0),
+        ("7fffffffffffffff", 2**63 - 1),
+        ("8000000000000000", -(2**63)),
+        ("ffffffffffffffff", -1),
+    ],
+)
 def test_the_edges_of_the_signed_range(key: str, fingerprint: int) -> None:
     assert key_fingerprint(key) == fingerprint
