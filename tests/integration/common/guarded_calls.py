@@ -1,11 +1,16 @@
-"""Calling every method of a gRPC service by its descriptor, to check a server's token guard.
+"""Calling a gRPC server as a client that is not Trawl's own: by descriptor, and by reflection alone.
 
-A test lists the methods from the service's descriptor, not by hand, so a method added to the
-contract later is checked too (its test must then say which request it sends).
+:func:`call` calls any method of a service descriptor with a given request: a test lists the
+methods from the descriptor, not by hand, so a method added to the contract later is checked
+too. :func:`reflection_probe` runs a generic client, which knows nothing but the address.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -50,3 +55,22 @@ async def call(
     except grpc.aio.AioRpcError as exc:
         return exc.code(), exc.details()
     return grpc.StatusCode.OK, answer
+
+
+PROBE = Path(__file__).with_name("reflection_probe.py")
+
+
+async def reflection_probe(address: str, *calls: str, token: str | None = None) -> dict[str, Any]:
+    """Runs the generic client (``reflection_probe.py``) in its own process against ``address``.
+
+    The process imports nothing of Trawl (its answer lists what it imported of it: nothing),
+    so what it lists and calls it learnt from the server's reflection alone.
+    """
+    args = [sys.executable, "-I", str(PROBE), address, *calls, *(["--token", token] if token else [])]
+    process = await asyncio.create_subprocess_exec(*args, stdout=asyncio.subprocess.PIPE,
+                                                   stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, err.decode()
+    answer: dict[str, Any] = json.loads(out)
+    assert answer["trawl_modules"] == []
+    return answer

@@ -8,6 +8,7 @@ one works; health and reflection answer without a token.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,7 +27,7 @@ from services.linkbase.api import SERVICE_NAME, LinkbaseApi, registrar
 from services.linkbase.graph import GraphReader
 from services.linkbase.history_reader import HistoryReader
 from services.linkbase.sites import SiteBook
-from tests.integration.common.guarded_calls import NOT_AUTHENTICATED, Metadata, call, methods
+from tests.integration.common.guarded_calls import NOT_AUTHENTICATED, Metadata, call, methods, reflection_probe
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -46,16 +47,22 @@ REQUESTS: dict[str, Message] = {
 
 
 @asynccontextmanager
-async def serve_linkbase(db: Database, env: Mapping[str, str]) -> AsyncIterator[grpc.aio.Channel]:
-    """The link base's API on a loopback port, configured by ``env``, and a channel to it."""
+async def serve_linkbase_address(db: Database, env: Mapping[str, str]) -> AsyncIterator[str]:
+    """The link base's API on a loopback port, configured by ``env`` as ``main`` configures it: its address."""
     api = LinkbaseApi(GraphReader(db), HistoryReader(db), SiteBook(db))
     server = grpc_server_from(env, "127.0.0.1:0", service_names=[SERVICE_NAME], registrars=[registrar(api)])
     port = await server.start()
     try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield channel
+        yield f"127.0.0.1:{port}"
     finally:
         await server.stop(grace=1.0)
+
+
+@asynccontextmanager
+async def serve_linkbase(db: Database, env: Mapping[str, str]) -> AsyncIterator[grpc.aio.Channel]:
+    """The link base's API as :func:`serve_linkbase_address` serves it, and a channel to it."""
+    async with serve_linkbase_address(db, env) as address, grpc.aio.insecure_channel(address) as channel:
+        yield channel
 
 
 def test_every_method_has_a_request() -> None:
@@ -120,3 +127,21 @@ async def test_health_and_reflection_answer_without_a_token(linkbase_db: Databas
                                           timeout=5)
         names = {s.name for response in [r async for r in call_] for s in response.list_services_response.service}
     assert SERVICE_NAME in names and "grpc.health.v1.Health" in names
+
+
+async def test_a_generic_client_lists_the_api_and_calls_it_with_the_token(linkbase_db: Database) -> None:
+    pytest.importorskip("grpc_requests")
+    service = SERVICE_NAME
+    site = json.dumps({"sites": [{"name": "Site A", "start_url": "http://a.test/"}]})
+    async with serve_linkbase_address(linkbase_db, {"TRAWL_ADMIN_TOKEN": TOKEN}) as address:
+        anonymous = await reflection_probe(address, f"{service}/AddSites={site}",
+                                           f"{service}/GetHost=" + json.dumps({"host": "a.test"}),
+                                           "grpc.health.v1.Health/Check=" + json.dumps({"service": service}))
+        allowed = await reflection_probe(address, f"{service}/AddSites={site}",
+                                         f"{service}/GetHost=" + json.dumps({"host": "a.test"}), token=TOKEN)
+    assert set(anonymous["services"][service]) == set(methods(LINKBASE))
+    assert [c["code"] for c in anonymous["calls"]] == ["UNAUTHENTICATED", "UNAUTHENTICATED", "OK"]
+    assert anonymous["calls"][2]["response"] == {"status": "SERVING"}
+    added, host = allowed["calls"]
+    assert added["code"] == "OK" and added["response"]["accepted"] == 1
+    assert host["code"] == "OK" and host["response"]["seed"]["name"] == "Site A"
