@@ -40,6 +40,7 @@ redirect-odd              ``/self`` -> itself, ``/ftp`` -> ``ftp://``, ``/js`` -
 robots-binary             robots.txt is 64 KiB of random bytes
 robots-garbage            robots.txt of garbage lines, ``Disallow: /secret/`` and ``Disallow /open`` among them
 robots-loop               robots.txt redirects to itself through ``/robots-again.txt``
+early-hints               ``/``: ``103 Early Hints`` responses, endlessly; ``/few``: three, then a page
 ========================  ==================================================
 
 The bomb host also serves ``/deflate`` (a deflate bomb), ``/nested`` (gzip inside gzip,
@@ -47,7 +48,8 @@ declared once) and ``/stacked`` (``Content-Encoding: gzip, gzip``); ``types`` al
 ``/fake.html`` (PNG bytes declared as HTML), ``/noise.html`` (3 MiB of random bytes declared as
 HTML) and ``/plain.txt``. Hosts whose pages are
 hostile as HTML (traps, malformed markup, megabyte attributes, IDN homographs, floods of
-links and copies) are in :mod:`libs.simweb.hostile_pages`.
+links and copies) are in :mod:`libs.simweb.hostile_pages`; hosts whose sitemaps are bombs in
+:mod:`libs.simweb.hostile_sitemaps`.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from functools import cache
 from aiohttp import web
 
 from libs.simweb.hostile_pages import PAGE_PARTS, hostile_page
+from libs.simweb.hostile_sitemaps import SITEMAP_PARTS, hostile_sitemap
 
 logger = logging.getLogger(__name__)
 
@@ -74,10 +77,12 @@ HOSTILE_HOSTS = (
     "slow-drip", "huge", "bomb", "redirect-loop", "redirect-chain", "bad-charset", "types", "reset",
     "malformed", "busy", "rate-limited", "failing", "no-such-host", "robots-huge", "robots-redirect",
     "robots-redirect-6", "robots-500", "robots-sitemap", "x-robots", "ssrf", "tls", "stall", "lying-length",
-    "long-header", "redirect-odd", "robots-binary", "robots-garbage", "robots-loop", *PAGE_PARTS,
+    "long-header", "redirect-odd", "robots-binary", "robots-garbage", "robots-loop", "early-hints", *PAGE_PARTS,
+    *SITEMAP_PARTS,
 )
 LONG_BYTES = 1024 * 1024
 BOMB_DECODED_BYTES = 256 * 1024 * 1024
+EARLY_HINT = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
 _HTML = "text/html"
 
 
@@ -146,6 +151,10 @@ class HostileWeb:
         if part in PAGE_PARTS:
             page = hostile_page(part, path)
             return HostileAnswer(page.status, page)
+        if part in SITEMAP_PARTS:  # a bomb takes a moment to build the first time
+            origin = f"{request.scheme}://{request.host}"
+            sitemap = await asyncio.get_running_loop().run_in_executor(None, hostile_sitemap, part, origin, path)
+            return HostileAnswer(sitemap.status, sitemap)
         handler = getattr(self, "_" + part.replace("-", "_"))
         answer: HostileAnswer = await handler(request, path)
         return answer
@@ -363,3 +372,25 @@ class HostileWeb:
             target = "/robots-again.txt" if path == "/robots.txt" else "/robots.txt"
             return HostileAnswer(301, web.Response(status=301, headers={"Location": target}))
         return HostileAnswer(200, _page(path))
+
+    async def _early_hints(self, request: web.Request, path: str) -> HostileAnswer:
+        transport = request.transport
+        if transport is None:
+            return HostileAnswer(0, None)
+        if path == "/few":
+            page = b"<!doctype html><title>hinted</title><p>a page after three early hints</p>\n"
+            transport.write(EARLY_HINT * 3 + b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(page), page))
+            transport.close()
+            return HostileAnswer(200, None)
+        hints = EARLY_HINT * 64
+        for _ in range(1_000_000):  # until the client gives up (about 4 GB at most)
+            if transport.is_closing():
+                break
+            if transport.get_write_buffer_size() > 256 * 1024:  # the client reads no faster: wait for it
+                await asyncio.sleep(0.001)
+                continue
+            transport.write(hints)
+            await asyncio.sleep(0)
+        transport.close()
+        return HostileAnswer(103, None)

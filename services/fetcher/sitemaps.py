@@ -4,97 +4,79 @@ When robots.txt of an origin is (re)loaded and lists ``Sitemap:`` lines,
 :class:`SitemapReader` fetches those on the same host in the background,
 through the host's politeness slot like any request, follows sitemap indexes
 (at most ``max_depth`` levels and ``max_sitemaps`` files per load), and hands
-the page URLs it finds (http(s), same host, at most ``max_urls``) to
-``publish``. Sitemaps may be gzip files (``.xml.gz``); their decoded size is
-capped at 50 MiB, the protocol's limit. XML is parsed with lxml with entity
-resolution and network access off. Sitemaps on other hosts are skipped: their
-host belongs to another fetcher's partition and politeness.
+the page URLs it finds (http(s), same host, at most ``max_urls`` per load) to
+``publish``. Sitemaps on other hosts are skipped: their host belongs to another
+fetcher's partition and politeness.
+
+Each file is parsed off the event loop, in a thread of the reader's own (one
+file at a time, over all hosts), incrementally and without building a tree
+(:mod:`services.fetcher.sitemap_parser`), within :class:`SitemapLimits`: decoded
+bytes, elements, page URLs per file, sitemaps per index. Every limit reached,
+per file or per host (``host_urls``, ``index_depth``, ``sitemaps_per_host``), is
+logged once with the URL and counted in ``trawl_fetcher_sitemap_cuts_total`` by
+reason; a file cut for its decoded size or its elements (a compression or
+element bomb) ends the read of that host's sitemaps.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
-import zlib
+import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 
-from lxml import etree
+from prometheus_client import Counter
 from yarl import URL
 
 from services.fetcher.http_response import HttpResponse
 from services.fetcher.robots import RobotsPolicy
+from services.fetcher.settings import FetcherSettings
+from services.fetcher.sitemap_parser import (
+    CUT_DECODED_BYTES,
+    CUT_ELEMENTS,
+    CUT_STOPPED,
+    CUT_URLS_PER_FILE,
+    MAX_SITEMAP_BYTES,
+    SitemapContent,
+    SitemapLimits,
+    parse_sitemap,
+)
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_SITEMAP_BYTES", "SitemapContent", "SitemapReader", "parse_sitemap"]
+__all__ = [
+    "CUT_HOST_SITEMAPS",
+    "CUT_HOST_URLS",
+    "CUT_INDEX_DEPTH",
+    "MAX_SITEMAP_BYTES",
+    "SITEMAP_CUTS",
+    "SitemapContent",
+    "SitemapLimits",
+    "SitemapReader",
+    "parse_sitemap",
+    "sitemap_reader",
+]
 
-MAX_SITEMAP_BYTES = 50 * 1024 * 1024
-"""Largest decoded sitemap read (the sitemaps.org limit)."""
+# Why a host's sitemaps were not all read (besides the per-file reasons of sitemap_parser).
+CUT_HOST_URLS = "host_urls"
+CUT_INDEX_DEPTH = "index_depth"
+CUT_HOST_SITEMAPS = "sitemaps_per_host"
+HOSTILE_CUTS = frozenset({CUT_DECODED_BYTES, CUT_ELEMENTS})
+"""Cuts after which the rest of the host's sitemaps is not read."""
+
+SITEMAP_CUTS = Counter(
+    "trawl_fetcher_sitemap_cuts_total",
+    "Sitemap files or hosts' sitemap reads cut short, by reason (a limit reached, or malformed XML).",
+    ["reason"],
+)
 
 FetchFn = Callable[[str], Awaitable[HttpResponse]]
 """A polite fetch of one sitemap URL (any content type kept)."""
 PublishFn = Callable[[str, list[str]], None]
 """Called with a sitemap URL and page URLs found in it."""
-
-
-@dataclass(frozen=True)
-class SitemapContent:
-    """Page URLs (``<urlset>``) and nested sitemap URLs (``<sitemapindex>``) of one sitemap file."""
-
-    urls: list[str] = field(default_factory=list)
-    sitemaps: list[str] = field(default_factory=list)
-
-
-def _gunzip(body: bytes, limit: int) -> bytes:
-    inflater = zlib.decompressobj(31)
-    try:
-        return inflater.decompress(body, limit)
-    except zlib.error:
-        return b""
-
-
-def parse_sitemap(body: bytes, max_urls: int) -> SitemapContent:
-    """The ``<loc>`` entries of a sitemap or sitemap index (gzip accepted); malformed XML gives what parsed."""
-    if body[:2] == b"\x1f\x8b":
-        body = _gunzip(body, MAX_SITEMAP_BYTES)
-    content = SitemapContent()
-    if not body.strip():
-        return content
-    parser = etree.XMLPullParser(
-        events=("end",), resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False
-    )
-    try:
-        for start in range(0, len(body), 64 * 1024):
-            parser.feed(body[start:start + 64 * 1024])
-            if _collect(parser, content, max_urls):
-                break
-        parser.close()
-    except etree.XMLSyntaxError:
-        pass
-    _collect(parser, content, max_urls)
-    return content
-
-
-def _collect(parser: etree.XMLPullParser, content: SitemapContent, max_urls: int) -> bool:
-    """Take the ``<loc>`` elements parsed so far; True once ``max_urls`` page URLs are taken."""
-    for _event, element in parser.read_events():
-        tag = element.tag if isinstance(element.tag, str) else ""
-        if tag.rsplit("}", 1)[-1] != "loc":
-            if tag.rsplit("}", 1)[-1] in ("url", "sitemap"):
-                element.clear()
-            continue
-        text = (element.text or "").strip()
-        parent = element.getparent()
-        kind = parent.tag.rsplit("}", 1)[-1] if parent is not None and isinstance(parent.tag, str) else ""
-        if text and kind == "sitemap":
-            content.sitemaps.append(text)
-        elif text and len(content.urls) < max_urls:
-            content.urls.append(text)
-        if len(content.urls) >= max_urls:
-            return True
-    return False
 
 
 def _same_host(url: str, host: str) -> bool:
@@ -103,6 +85,18 @@ def _same_host(url: str, host: str) -> bool:
     except (ValueError, TypeError):
         return False
     return parsed.scheme in ("http", "https") and (parsed.raw_host or "").lower() == host
+
+
+def sitemap_reader(settings: FetcherSettings, fetch: FetchFn, publish: PublishFn) -> SitemapReader:
+    """A :class:`SitemapReader` with the limits of ``settings``."""
+    limits = SitemapLimits(
+        max_decoded_bytes=settings.sitemap_max_decoded_bytes,
+        max_elements=settings.sitemap_max_elements,
+        max_urls=settings.sitemap_max_urls_per_file,
+        max_index_children=settings.sitemap_max_index_children,
+    )
+    return SitemapReader(fetch, publish, max_urls=settings.sitemap_max_urls, max_sitemaps=settings.sitemap_max_files,
+                         max_depth=settings.sitemap_max_depth, limits=limits)
 
 
 class SitemapReader:
@@ -116,13 +110,17 @@ class SitemapReader:
         max_urls: int = 50_000,
         max_sitemaps: int = 20,
         max_depth: int = 2,
+        limits: SitemapLimits | None = None,
     ) -> None:
         self._fetch = fetch
         self._publish = publish
         self._max_urls = max_urls
         self._max_sitemaps = max_sitemaps
         self._max_depth = max_depth
+        self._limits = limits or SitemapLimits()
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._executor: ThreadPoolExecutor | None = None
+        self._stopping = threading.Event()
         self.urls_found = 0
         self.sitemaps_read = 0
 
@@ -140,42 +138,84 @@ class SitemapReader:
         task.add_done_callback(done)
 
     async def start(self) -> None:
-        """Nothing to start: reads begin when robots.txt files are loaded."""
+        """Nothing to start: reads begin when robots.txt files are loaded (the parsing thread with the first)."""
+        self._stopping.clear()
 
     async def stop(self) -> None:
-        """Cancel the reads under way."""
+        """Cancel the reads under way; a file being parsed stops at its next chunk."""
+        self._stopping.set()
         tasks = list(self._tasks.values())
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    async def parse(self, body: bytes, limits: SitemapLimits) -> SitemapContent:
+        """``body`` parsed within ``limits`` in the reader's thread (the event loop goes on meanwhile)."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sitemaps")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, parse_sitemap, body, limits, self._stopping)
 
     async def _read_all(self, origin: str, listed: list[str]) -> None:
         host = (URL(origin).raw_host or "").lower()
         pending = [(url, 0) for url in listed if _same_host(url, host)]
         seen: set[str] = set()
         found = 0
+        last = ""
+        cut_at_budget = False  # the last file was cut by the host's URL budget
         try:
-            while pending and len(seen) < self._max_sitemaps and found < self._max_urls:
+            while pending and found < self._max_urls:
                 url, depth = pending.pop(0)
                 if url in seen:
                     continue
+                if len(seen) >= self._max_sitemaps:
+                    _cut(url, CUT_HOST_SITEMAPS, f"{self._max_sitemaps} files read for {origin}")
+                    return
                 seen.add(url)
                 response = await self._fetch(url)
                 self.sitemaps_read += 1
                 if response.status != 200:
                     logger.info("sitemap %s: %s", url, response.error or f"status {response.status}")
                     continue
-                content = parse_sitemap(response.body, self._max_urls - found)
+                room = self._max_urls - found
+                limits = dataclasses.replace(self._limits, max_urls=min(self._limits.max_urls, room))
+                content = await self.parse(response.body, limits)
                 urls = [u for u in content.urls if _same_host(u, host)]
                 if urls:
                     found += len(urls)
                     self.urls_found += len(urls)
                     self._publish(url, urls)
-                if depth + 1 <= self._max_depth:
-                    pending.extend((u, depth + 1) for u in content.sitemaps if _same_host(u, host))
+                if content.cut == CUT_STOPPED:
+                    return
+                last = url
+                if content.cut == CUT_URLS_PER_FILE and found >= self._max_urls:
+                    cut_at_budget = True  # the host's budget, not the file's
+                    break
+                if content.cut:
+                    _cut(url, content.cut, f"{content.decoded_bytes} bytes, {content.elements} elements read")
+                if content.cut in HOSTILE_CUTS:
+                    if pending:
+                        logger.warning("the %d other sitemaps of %s are not read", len(pending), origin)
+                    return
+                nested = [u for u in content.sitemaps if _same_host(u, host)]
+                if nested and depth + 1 > self._max_depth:
+                    _cut(url, CUT_INDEX_DEPTH, f"an index {depth} levels deep, {len(nested)} sitemaps not read")
+                elif nested:
+                    pending.extend((u, depth + 1) for u in nested)
+            if found >= self._max_urls and (pending or cut_at_budget):
+                _cut(last, CUT_HOST_URLS, f"{self._max_urls} URLs taken from the sitemaps of {origin}")
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a politeness refusal (host parked, released) ends this host's read
             logger.info("sitemaps of %s not read: %s", origin, exc)
+
+
+def _cut(url: str, reason: str, detail: str) -> None:
+    """Record a limit reached while reading the sitemap at ``url``: logged once, counted by reason."""
+    SITEMAP_CUTS.labels(reason).inc()
+    logger.warning("sitemap %s not read to its end (%s): %s", url, reason, detail)
