@@ -54,12 +54,6 @@ class FetcherSettings:
         "Informational (1xx) responses accepted before a request's final response; one more ends the fetch as"
         " protocol_error:too_many_informational_responses (each is already bounded in size by the header limits).",
     )
-    max_informational_responses: int = setting(
-        "TRAWL_FETCHER_MAX_INFORMATIONAL_RESPONSES",
-        16,
-        "Informational (1xx) responses accepted before a request's final response; one more ends the fetch as"
-        " protocol_error:too_many_informational_responses (each is already bounded in size by the header limits).",
-    )
     proxy: str = setting("TRAWL_FETCHER_PROXY", "", "HTTP proxy URL every request goes through (empty: none).")
     host_map: str = setting(
         "TRAWL_FETCHER_HOST_MAP", "", "Static host-to-address map, like /etc/hosts: 'host=addr,host2=addr2'."
@@ -140,29 +134,6 @@ class FetcherSettings:
     )
     sitemap_max_urls: int = setting(
         "TRAWL_FETCHER_SITEMAP_MAX_URLS", 50_000, "Most URLs taken from one host's sitemaps per robots.txt load."
-    )
-    sitemap_max_files: int = setting(
-        "TRAWL_FETCHER_SITEMAP_MAX_FILES", 20, "Most sitemap files (indexes included) read per host per robots.txt load."
-    )
-    sitemap_max_depth: int = setting(
-        "TRAWL_FETCHER_SITEMAP_MAX_DEPTH", 2, "Levels of sitemap indexes followed below the sitemaps robots.txt lists."
-    )
-    sitemap_max_decoded_bytes: int = setting(
-        "TRAWL_FETCHER_SITEMAP_MAX_DECODED_BYTES",
-        50 * 1024 * 1024,
-        "Decoded (inflated) bytes read from one sitemap file; the rest is not read (the sitemaps.org limit).",
-    )
-    sitemap_max_elements: int = setting(
-        "TRAWL_FETCHER_SITEMAP_MAX_ELEMENTS",
-        1_000_000,
-        "XML elements read from one sitemap file (50,000 URLs with four fields are 250,000). A file cut here or at"
-        " its decoded size ends the read of its host's sitemaps: a bomb costs one file's parse, about a second.",
-    )
-    sitemap_max_urls_per_file: int = setting(
-        "TRAWL_FETCHER_SITEMAP_MAX_URLS_PER_FILE", 50_000, "Most page URLs taken from one sitemap file."
-    )
-    sitemap_max_index_children: int = setting(
-        "TRAWL_FETCHER_SITEMAP_MAX_INDEX_CHILDREN", 1_000, "Most sitemaps taken from one sitemap index."
     )
     sitemap_max_files: int = setting(
         "TRAWL_FETCHER_SITEMAP_MAX_FILES", 20, "Most sitemap files (indexes included) read per host per load."
