@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from warcio.archiveiterator import ArchiveIterator
 
 from cli.stack.layout import SERVICES
@@ -40,16 +41,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "trawl-dashboard.json"
 TOOLS = ROOT / ".venv" / "operator-tools" / "bin"
+OPERATIONS = ROOT / "docs" / "operations.md"
 RATE_INTERVAL = "20s"  # Grafana's $__rate_interval for a 1 s scrape: at least four scrapes
-SCRAPE_CONFIG = """\
-global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: trawl
-    static_configs:
-      - targets: {targets}
-"""
 
 
 def tool(name: str, where: Path | None = None) -> str:
@@ -58,6 +51,18 @@ def tool(name: str, where: Path | None = None) -> str:
         origin = f"{where} (bash scripts/bootstrap.sh makes it)" if where else "PATH: Debian's prometheus package"
         pytest.skip(f"{name} is not installed in {origin}")
     return found
+
+
+def scrape_config(ports: list[int]) -> str:
+    """docs/operations.md's Prometheus configuration for the local stack, on these ports, scraped every second."""
+    text = OPERATIONS.read_text().split("## Operators' tools", 1)[1]
+    config = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+    config["global"] = {"scrape_interval": "1s", "scrape_timeout": "1s"}
+    (job,) = config["scrape_configs"]
+    (targets,) = job["static_configs"]
+    assert len(targets["targets"]) == len(ports) and "labels" not in targets
+    targets["targets"] = [f"127.0.0.1:{port}" for port in ports]
+    return yaml.safe_dump(config)
 
 
 def http_get(url: str, timeout: float = 10.0) -> tuple[bytes, dict[str, str]]:
@@ -110,9 +115,10 @@ def operated(kafka_bootstrap: str, pg_dsn: str, tmp_path_factory: pytest.TempPat
     prometheus, promtool = tool("prometheus"), tool("promtool")
     work = tmp_path_factory.mktemp("operator")
     ports = {name: free_port() for name in SERVICES}
-    (work / "prometheus.yml").write_text(
-        SCRAPE_CONFIG.format(targets=json.dumps([f"127.0.0.1:{port}" for port in ports.values()]))
-    )
+    (work / "prometheus.yml").write_text(scrape_config(list(ports.values())))
+    checked = subprocess.run([promtool, "check", "config", str(work / "prometheus.yml")], capture_output=True,
+                             text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     web_port = free_port()
     server = subprocess.Popen(
         [prometheus, f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'tsdb'}",
@@ -187,6 +193,14 @@ def test_promtool_finds_every_exporter_clean(operated: OperatedCrawl) -> None:
 def test_prometheus_scraped_every_service(operated: OperatedCrawl) -> None:
     reply = operated.query('up{job="trawl"}', at=operated.active_at)
     assert [s["value"][1] for s in reply["data"]["result"]] == ["1"] * len(SERVICES), reply
+
+
+def test_promtool_queries_the_scraping_prometheus(operated: OperatedCrawl) -> None:
+    done = subprocess.run([tool("promtool"), "query", "instant", operated.prometheus,
+                           "sum by (service) (trawl_consumer_lag)"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    series = {line.split(" => ")[0] for line in done.stdout.splitlines()}  # {service="fetcher"} => 0 @[...]
+    assert {f'{{service="{name}"}}' for name in SERVICES} <= series, done.stdout
 
 
 def test_every_dashboard_expression_evaluates_with_data_during_the_crawl(operated: OperatedCrawl) -> None:
@@ -284,5 +298,7 @@ def test_warc_files_pass_check_index_and_replay(operated: OperatedCrawl, fetcher
         for collection in ("trawl", "trawl-added"):
             served, headers = http_get(f"http://127.0.0.1:{port}/{collection}/{stamp}id_/{url}")
             assert decoded(served, headers) == body, collection
+        browsable, headers = http_get(f"http://127.0.0.1:{port}/trawl/{url}")  # the latest capture, rewritten
+        assert headers["content-type"].startswith("text/html") and b"<html" in decoded(browsable, headers).lower()
     finally:
         stop(server)
