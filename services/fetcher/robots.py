@@ -2,8 +2,9 @@
 
 Outcomes of fetching ``<origin>/robots.txt`` (after up to five redirects):
 
-* 2xx: the file is parsed with protego (the first ``max_bytes`` are used,
-  cut at the last complete line, as RFC 9309 section 2.5 allows);
+* 2xx: the file is parsed by :mod:`services.fetcher.robots_rules` for our
+  user-agent token (the first ``max_bytes`` are used, cut at the last complete
+  line, as RFC 9309 section 2.5 allows);
 * 4xx except 429, too many redirects, a redirect loop or a bad redirect
   target: the file is "unavailable", everything is allowed;
 * 5xx, 429 or no answer at all: the file is "unreachable", everything is
@@ -23,14 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from protego import Protego
 from yarl import URL
 
 from services.fetcher.clock import Clock
@@ -42,6 +41,7 @@ from services.fetcher.http_response import (
     ERROR_TOO_MANY_REDIRECTS,
     HttpResponse,
 )
+from services.fetcher.robots_rules import RobotsRules
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class RobotsPolicy:
     status: int = 0
     error: str = ""
     truncated: bool = False
-    parser: Any = field(default=None, repr=False, compare=False)
+    rules: RobotsRules | None = field(default=None, repr=False, compare=False)
     transient: bool = False
     """A disallow-all because fetching the file timed out (see the module docstring)."""
 
@@ -91,32 +91,19 @@ class RobotsPolicy:
 
     def allowed(self, url: str) -> bool:
         """Whether ``url`` (on this origin) may be fetched."""
-        if self.kind == "allow_all":
-            return True
-        if self.kind == "disallow_all":
-            return False
-        return bool(self.parser.can_fetch(url, self.user_agent_token))
+        if self.rules is not None:
+            return self.rules.allowed(url)
+        return self.kind == "allow_all"
 
-    @functools.cached_property  # asked for every fetch: the parser is looked up once
+    @property
     def crawl_delay(self) -> float | None:
         """Seconds between requests asked for by Crawl-delay or Request-rate (the larger), if any."""
-        if self.parser is None:
-            return None
-        delays: list[float] = []
-        crawl_delay = self.parser.crawl_delay(self.user_agent_token)
-        if crawl_delay is not None:
-            delays.append(float(crawl_delay))
-        rate = self.parser.request_rate(self.user_agent_token)
-        if rate is not None and rate.requests:
-            delays.append(float(rate.seconds) / float(rate.requests))
-        return max(delays) if delays else None
+        return None if self.rules is None else self.rules.crawl_delay
 
     @property
     def sitemaps(self) -> list[str]:
         """Sitemap URLs listed in the file."""
-        if self.parser is None:
-            return []
-        return [str(s) for s in self.parser.sitemaps]
+        return [] if self.rules is None else list(self.rules.sitemaps)
 
 
 @dataclass
@@ -156,6 +143,7 @@ class RobotsCache:
         timeout_ttl: float = 5.0,
         max_bytes: int = 500 * 1024,
         max_entries: int = 100_000,
+        max_crawl_delay: float = 300.0,
         on_loaded: Callable[[RobotsPolicy], None] | None = None,
     ) -> None:
         if max_entries <= 0 or max_bytes <= 0:
@@ -168,6 +156,7 @@ class RobotsCache:
         self._timeout_ttl = min(timeout_ttl, error_ttl)
         self._max_bytes = max_bytes
         self._max_entries = max_entries
+        self._max_crawl_delay = max_crawl_delay
         self._on_loaded = on_loaded
         self._cache: OrderedDict[str, RobotsPolicy] = OrderedDict()
         self._pending: dict[str, asyncio.Task[RobotsPolicy]] = {}
@@ -298,12 +287,11 @@ class RobotsCache:
         now = self._clock.now()
         status = response.status
         if 200 <= status < 300:
-            text, truncated = self._decode(response.body, response.truncated)
+            body, truncated = self._cut(response.body, response.truncated)
             self.stats.parsed += 1
             self.stats.truncated += truncated
-            return RobotsPolicy(
-                origin, "rules", now, now + self._ttl, self._token, status, "", truncated, Protego.parse(text)
-            )
+            rules = RobotsRules.parse(body, self._token, max_crawl_delay=self._max_crawl_delay)
+            return RobotsPolicy(origin, "rules", now, now + self._ttl, self._token, status, "", truncated, rules)
         unavailable = (400 <= status < 500 and status != 429) or (
             status == 0 and response.error_code in _UNAVAILABLE_ERRORS
         )
@@ -316,7 +304,7 @@ class RobotsCache:
                                 response.error, transient=True)
         return RobotsPolicy(origin, "disallow_all", now, now + self._error_ttl, self._token, status, response.error)
 
-    def _decode(self, body: bytes, truncated: bool) -> tuple[str, bool]:
+    def _cut(self, body: bytes, truncated: bool) -> tuple[bytes, bool]:
         if len(body) > self._max_bytes:
             body, truncated = body[: self._max_bytes], True
         if truncated:
@@ -324,7 +312,7 @@ class RobotsCache:
             last_newline = max(body.rfind(b"\n"), body.rfind(b"\r"))
             if last_newline >= 0:
                 body = body[: last_newline + 1]
-        return body.decode("utf-8", errors="replace").lstrip("\ufeff"), truncated
+        return body, truncated
 
     def _store(self, policy: RobotsPolicy) -> None:
         self._cache[policy.origin] = policy

@@ -1,0 +1,169 @@
+"""robots.txt verdicts of the fetcher against other projects' test suites.
+
+Run ``.venv/bin/python -m bench.robots_conformance`` (add ``-v`` to list every
+disagreement). The cases are in ``tests/data/robots/<suite>.jsonl``: a first
+line naming the source (repository, path, commit, licence), then one line per
+robots.txt with its checks (user agent, URL, the suite's verdict). Every case
+goes through :class:`services.fetcher.robots.RobotsCache`, the fetcher's own
+path: the robots.txt answered with status 200, our user-agent token set to the
+case's user agent, and ``RobotsCache.allowed(url)`` asked. A URL given as a path
+(a path, or an empty reference) is resolved against ``http://example.com/``.
+
+A case *agrees* when our verdict is the suite's. A disagreement is *unsafe*
+when we would fetch what the suite disallows, and *safe* otherwise. Each
+disagreement must be listed in ``tests/data/robots/expected_disagreements.jsonl``
+under one of the decisions below (docs/robots.md explains them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin
+
+from services.fetcher.clock import FakeClock
+from services.fetcher.http_response import HttpResponse
+from services.fetcher.robots import RobotsCache
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "robots"
+SUITES = ("google_robotstxt", "crawler_commons", "protego", "cpython")
+PATH_ORIGIN = "http://example.com"
+
+DECISIONS = {
+    "stricter-reading": "another reading of the file, the agent or the URL (one that a site or another parser uses)"
+    " disallows it, and we fetch only what every reading allows",
+    "not-a-url": "not an absolute http(s) URL: the fetcher never fetches it",
+    "one-token": "the suite's crawler answers to several names at once; ours has one token, read conservatively",
+    "first-group-only": "the suite obeys only the first of several groups for one agent; RFC 9309 merges them",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    suite: str
+    key: str
+    """``<suite>/<line>.<check>``: the line of the data file and the check's place on it."""
+    test: str
+    robots: str
+    agent: str
+    url: str
+    allowed: bool
+
+    @property
+    def body(self) -> bytes:
+        """The robots.txt as bytes (bytes that are not UTF-8 are kept as lone surrogates in the data)."""
+        return self.robots.encode("utf-8", "surrogateescape")
+
+    @property
+    def absolute_url(self) -> str:
+        """The URL, a reference (a path, or empty) resolved against ``http://example.com/``."""
+        if self.url.startswith("/") and not self.url.startswith("//"):
+            return PATH_ORIGIN + self.url  # urljoin would drop an empty fragment ("/page#")
+        return urljoin(PATH_ORIGIN + "/", self.url)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    got: bool
+
+    @property
+    def agrees(self) -> bool:
+        return self.got == self.case.allowed
+
+    @property
+    def unsafe(self) -> bool:
+        return self.got and not self.case.allowed
+
+
+def load_source(suite: str) -> dict[str, str]:
+    with (DATA / f"{suite}.jsonl").open(encoding="utf-8") as lines:
+        source: dict[str, str] = json.loads(next(lines))["source"]
+    return source
+
+
+def load_suite(suite: str) -> list[Case]:
+    cases: list[Case] = []
+    with (DATA / f"{suite}.jsonl").open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            row = json.loads(line)
+            if "source" in row:
+                continue
+            for index, check in enumerate(row["checks"]):
+                agent = check["agent"]
+                cases.append(Case(
+                    suite, f"{suite}/{number}.{index}", row["test"], row["robots"],
+                    agent if isinstance(agent, str) else " ".join(agent), check["url"], check["allowed"],
+                ))
+    return cases
+
+
+def load_cases(suites: Iterable[str] = SUITES) -> list[Case]:
+    return [case for suite in suites for case in load_suite(suite)]
+
+
+def load_expected_disagreements() -> dict[str, str]:
+    """Listed disagreements: case key -> decision."""
+    listed: dict[str, str] = {}
+    with (DATA / "expected_disagreements.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            if "key" in row:
+                listed[row["key"]] = row["decision"]
+    return listed
+
+
+async def _verdict(case: Case) -> bool:
+    body = case.body
+
+    async def fetch(url: str) -> HttpResponse:
+        return HttpResponse(url=url, final_url=url, status=200, body=body)
+
+    cache = RobotsCache(fetch, user_agent_token=case.agent, clock=FakeClock())
+    return await cache.allowed(case.absolute_url)
+
+
+def evaluate(cases: Iterable[Case]) -> list[Outcome]:
+    async def run() -> list[Outcome]:
+        return [Outcome(case, await _verdict(case)) for case in cases]
+
+    return asyncio.run(run())
+
+
+def summary(outcomes: Iterable[Outcome]) -> dict[str, tuple[int, int, int]]:
+    """Per suite and ``all``: (agreeing, cases, unsafe)."""
+    counts: dict[str, list[int]] = {}
+    for outcome in outcomes:
+        for name in (outcome.case.suite, "all"):
+            row = counts.setdefault(name, [0, 0, 0])
+            row[0] += outcome.agrees
+            row[1] += 1
+            row[2] += outcome.unsafe
+    return {name: (row[0], row[1], row[2]) for name, row in counts.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every disagreement")
+    args = parser.parse_args()
+    outcomes = evaluate(load_cases())
+    listed = load_expected_disagreements()
+    print(f"{'suite':<18} {'cases':>6} {'agree':>6} {'%':>7} {'unsafe':>7}")
+    for name, (agree, cases, unsafe) in summary(outcomes).items():
+        print(f"{name:<18} {cases:>6} {agree:>6} {100 * agree / cases:>6.1f}% {unsafe:>7}")
+    disagreeing = [o for o in outcomes if not o.agrees]
+    unlisted = [o for o in disagreeing if o.case.key not in listed]
+    print(f"disagreements: {len(disagreeing)}, each a listed decision: {not unlisted}")
+    if args.verbose:
+        for outcome in disagreeing:
+            case = outcome.case
+            print(f"{case.key} [{listed.get(case.key, 'UNLISTED')}] {case.test}: agent {case.agent!r}"
+                  f" url {case.url!r}: ours {outcome.got}, suite's {case.allowed}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,551 @@
+"""One robots.txt read for one crawler (RFC 9309), and matched conservatively.
+
+Parsing follows RFC 9309 and Google's reference parser (google/robotstxt):
+
+* a UTF-8 byte-order mark (or a leading part of one) is skipped; a file that
+  starts with a UTF-16 byte-order mark is read as UTF-16;
+* lines end at CR, LF or CRLF; a line keeps at most ``MAX_LINE_BYTES`` bytes
+  (Google's limit), the rest of it is ignored;
+* ``#`` starts a comment; ``key: value``, or ``key value`` when the colon is
+  missing and there are exactly two words; keys are case-insensitive and
+  matched by prefix, with Google's accepted typos (``useragent``,
+  ``dissallow``, ``site-map``...);
+* a group is one or more user-agent lines followed by rules; only an
+  ``allow``/``disallow`` line ends the list of agents, so a Sitemap,
+  Crawl-delay or unknown line between two user-agent lines does not split
+  the group;
+* every group naming us is merged; if none does, every ``*`` group is; if
+  there is neither, everything is allowed;
+* the most specific (longest) matching rule wins; an allow wins a tie; empty
+  patterns match nothing; ``*`` matches any characters and a final ``$``
+  ends the path; ``/robots.txt`` itself is always allowed.
+
+Where sites, crawlers and the other parsers' test suites read a file or a URL
+in more than one way, a URL is allowed only if **every** reading allows it
+(docs/robots.md lists them):
+
+* the user agent: our token as configured, and each product token in it
+  (``FigTree Robot libwww-perl/5.04`` is also ``figtree``);
+* a user-agent line: Google's reading (the leading letters, ``-`` and ``_``
+  of the value: ``foo/1.2`` and ``FOO BAR`` are ``foo``), and each of its
+  words (``One, Two, Three`` names three agents), and a name that is a prefix
+  of our token's product name (``hedwig`` for ``hedwig-news``);
+* a path: as given (Google: the caller encodes), in RFC 3986 normal form
+  (percent-encoding of non-ASCII and unsafe octets, hex in upper case,
+  unreserved characters decoded, a stray ``%`` as ``%25``, literal ``*``
+  and ``$`` as ``%2A``/``%24``), the same after dot-segment removal and
+  without an empty query (what the HTTP client sends), and with the path's
+  percent-encoded reserved characters decoded (CPython's reading); a
+  Disallow pattern ending in ``$`` also disallows the literal ``$``.
+
+Crawl-delay (and Request-rate, as seconds per request) of the groups that
+apply are kept, the largest if several; Sitemap lines anywhere in the file
+are kept in order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["MAX_LINE_BYTES", "RobotsRules", "Rule", "RuleSet", "url_path"]
+
+MAX_LINE_BYTES = 2083 * 8 - 1
+"""Bytes of one line that are read (Google's parser: eight times the longest URL browsers accept)."""
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_WHITE = " \t\x0b\x0c"
+_GOOGLE_AGENT = re.compile(r"[A-Za-z_-]*")
+_PRODUCT = re.compile(r"[\w.-]*")
+_WORDS = re.compile(r"[^\s,;()]+")
+_HEX = "0123456789ABCDEF"
+_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_URI_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=")
+_RESERVED_IN_PATH = frozenset(b":/#[]@!&'()+,;=")
+"""Reserved characters the decoded reading decodes in a path (``?``, ``*`` and ``$`` keep their meaning)."""
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9\-._~!&'()+,;=:@/?]*")
+"""Characters of a path that every reading leaves as they are (when no dot segment or empty query occurs)."""
+
+_USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE = range(6)
+_KEYS: tuple[tuple[str, int], ...] = (
+    # The keys, and the misspellings of them that Google's and crawler-commons' parsers accept.
+    *((k, _USER_AGENT) for k in (
+        "user-agent", "useragent", "user agent", "useg-agent", "ser-agent", "users-agent", "user-agnet")),
+    ("allow", _ALLOW),
+    *((k, _DISALLOW) for k in (
+        "disallow", "desallow", "dissallow", "dissalow", "disalow", "dssalow", "dsallow", "diasllow", "disallaw",
+        "diallow", "disllow")),
+    ("sitemap", _SITEMAP), ("site-map", _SITEMAP),
+    *((k, _CRAWL_DELAY) for k in ("crawl-delay", "crawldelay", "crawl delay", "clawl-delay", "craw-delay",
+                                  "crawl-deley")),
+    ("request-rate", _REQUEST_RATE), ("requestrate", _REQUEST_RATE), ("request rate", _REQUEST_RATE),
+)
+_TAG = re.compile(r"<[^<>]*>")
+_RATE = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)(?![a-z])", re.IGNORECASE)
+_RATE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _key_type(key: str) -> int | None:
+    key = key.lower()
+    for prefix, kind in _KEYS:
+        if key.startswith(prefix):
+            return kind
+    return None
+
+
+# --- paths and patterns in each reading -------------------------------------------------------------
+
+
+def _octets(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _pct(byte: int) -> str:
+    return "%" + _HEX[byte >> 4] + _HEX[byte & 15]
+
+
+def _literal_pattern(pattern: str) -> str:
+    """Google's escaping of a pattern: octets outside US-ASCII percent-encoded, hex digits upper-cased."""
+    if pattern.isascii() and "%" not in pattern:
+        return pattern
+    data = _octets(pattern)
+    out: list[str] = []
+    i = 0
+    while i < len(data):
+        byte = data[i]
+        if byte == 0x25 and _is_hex(data, i + 1):
+            out.append("%" + chr(data[i + 1]).upper() + chr(data[i + 2]).upper())
+            i += 3
+            continue
+        out.append(_pct(byte) if byte >= 0x80 else chr(byte))
+        i += 1
+    return "".join(out)
+
+
+def _is_hex(data: bytes, at: int) -> bool:
+    return at + 1 < len(data) and chr(data[at]) in "0123456789abcdefABCDEF" and chr(data[at + 1]) in (
+        "0123456789abcdefABCDEF"
+    )
+
+
+def _normal(text: str, *, pattern: bool, decode_reserved: bool) -> str:
+    """RFC 3986 normal form of a path (or of a pattern, whose ``*`` and final ``$`` stay special).
+
+    ``decode_reserved`` also decodes percent-encoded reserved characters before the query.
+    """
+    data = _octets(text)
+    out: list[str] = []
+    in_query = False
+    last = len(data) - 1
+    i = 0
+    while i < len(data):
+        byte = data[i]
+        if byte == 0x25:  # %
+            if _is_hex(data, i + 1):
+                value = int(data[i + 1 : i + 3], 16)
+                i += 3
+                if value in _UNRESERVED or (decode_reserved and not in_query and value in _RESERVED_IN_PATH):
+                    out.append(chr(value))
+                else:
+                    out.append(_pct(value))
+                continue
+            out.append("%25")
+        elif pattern and (byte == 0x2A or (byte == 0x24 and i == last)):
+            out.append(chr(byte))  # the wildcard, the end anchor
+        elif byte in (0x2A, 0x24):
+            out.append(_pct(byte))  # a literal * or $ (written %2A or %24 in a pattern)
+        elif byte == 0x3F and in_query and decode_reserved:
+            out.append("%3F")  # in a query, "?" and "%3F" are the same character to CPython
+        elif byte in _URI_CHARS:
+            if byte == 0x3F:
+                in_query = True
+            out.append(chr(byte))
+        else:
+            out.append(_pct(byte))
+        i += 1
+    return "".join(out)
+
+
+def _remove_dot_segments(path: str) -> str:
+    if "/." not in path:
+        return path
+    query = ""
+    if "?" in path:
+        path, query = path.split("?", 1)
+        query = "?" + query
+    out: list[str] = []
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        if segment == ".":
+            if index == len(segments) - 1:
+                out.append("")
+            continue
+        if segment == "..":
+            if len(out) > 1:
+                out.pop()
+            if index == len(segments) - 1:
+                out.append("")
+            continue
+        out.append(segment)
+    return "/".join(out) + query
+
+
+def url_path(url: str) -> tuple[str, str | None]:
+    """``(path with params and query, fragment or None)`` of a URL as given; ``/`` when it has no path."""
+    start = 0
+    scheme_end = url.find("://")
+    if scheme_end >= 0 and not any(c in url[:scheme_end] for c in "/?;#"):
+        start = scheme_end + 3
+    elif url.startswith("//"):
+        start = 2
+    elif url.startswith("/"):
+        start = -1  # a path already
+    if start >= 0:
+        cut = len(url)
+        for mark in "/?;#":
+            at = url.find(mark, start)
+            if 0 <= at < cut:
+                cut = at
+        url = url[cut:]
+    fragment: str | None = None
+    hash_at = url.find("#")
+    if hash_at >= 0:
+        url, fragment = url[:hash_at], url[hash_at + 1 :]
+    if not url:
+        return "/", fragment
+    if not url.startswith("/"):
+        url = "/" + url
+    return url, fragment
+
+
+_LITERAL, _NORMAL, _DECODED = range(3)
+_READINGS = (_LITERAL, _NORMAL, _DECODED)
+
+
+def _plain(path: str, fragment: str | None) -> bool:
+    """Whether every reading of this path is the path itself."""
+    return (
+        fragment is None
+        and _PLAIN_PATH.fullmatch(path) is not None
+        and "/." not in path
+        and not path.endswith("?")
+        and path.count("?") < 2
+    )
+
+
+def _path_readings(path: str, fragment: str | None) -> list[tuple[int, str]]:
+    """The ``(reading, path)`` pairs of a path that is not plain."""
+    sent = _remove_dot_segments(path)
+    if sent.endswith("?"):
+        sent = sent[:-1]
+    normal = _normal(path, pattern=False, decode_reserved=False)
+    pairs = [(_LITERAL, path), (_NORMAL, normal)]
+    sent_normal = _normal(sent, pattern=False, decode_reserved=False)
+    if sent_normal != normal:
+        pairs.append((_NORMAL, sent_normal))
+    decoded = _normal(path if fragment is None else path + "#" + fragment, pattern=False, decode_reserved=True)
+    pairs.append((_DECODED, decoded))
+    return pairs
+
+
+# --- rules ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One allow or disallow pattern, ready to match."""
+
+    allow: bool
+    pattern: str
+    priority: int
+    head: str
+    middle: tuple[str, ...]
+    tail: str | None
+    """The last piece after a ``*``; None when the pattern has no wildcard."""
+    anchored: bool
+
+    @classmethod
+    def of(cls, allow: bool, pattern: str, priority: int | None = None) -> Rule:
+        anchored = pattern.endswith("$")
+        body = pattern[:-1] if anchored else pattern
+        pieces = body.split("*")
+        head = pieces[0]
+        tail = pieces[-1] if len(pieces) > 1 else None
+        middle = tuple(p for p in pieces[1:-1] if p)
+        return cls(allow, pattern, len(pattern) if priority is None else priority, head, middle, tail, anchored)
+
+    def matches(self, path: str) -> bool:
+        if not path.startswith(self.head):
+            return False
+        if self.tail is None:
+            return not self.anchored or len(path) == len(self.head)
+        at = len(self.head)
+        for piece in self.middle:
+            found = path.find(piece, at)
+            if found < 0:
+                return False
+            at = found + len(piece)
+        if self.anchored:
+            return path.endswith(self.tail) and len(path) - len(self.tail) >= at
+        return path.find(self.tail, at) >= 0
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """The rules of the groups that apply to us, in one reading; longest match wins, allow on a tie."""
+
+    rules: tuple[Rule, ...]
+
+    def allowed(self, path: str) -> bool:
+        best_allow = best_disallow = -1
+        for rule in self.rules:
+            if rule.priority > (best_allow if rule.allow else best_disallow) and rule.matches(path):
+                if rule.allow:
+                    best_allow = rule.priority
+                else:
+                    best_disallow = rule.priority
+        return best_disallow <= best_allow
+
+
+def _compile(rules: Iterable[tuple[bool, str]], reading: int) -> RuleSet:
+    out: list[Rule] = []
+    for allow, value in rules:
+        if not value:
+            continue  # an empty pattern matches nothing
+        if reading == _LITERAL:
+            pattern = _literal_pattern(value)
+        else:
+            if value[0] not in "/*":
+                value = "/" + value  # a path pattern starts with "/" (RFC 9309); some files leave it out
+            pattern = _normal(value, pattern=True, decode_reserved=reading == _DECODED)
+        out.append(Rule.of(allow, pattern))
+        if allow:
+            index_at = pattern.rfind("/")
+            if pattern[index_at:].startswith("/index.htm"):
+                # Google: allowing a directory's index page allows the directory itself.
+                out.append(Rule.of(True, pattern[: index_at + 1] + "$"))
+        elif pattern.endswith("$") and reading != _LITERAL:
+            # The final "$" may have been meant as a literal dollar sign: that path is disallowed too.
+            out.append(Rule.of(False, pattern[:-1] + "%24", len(pattern)))
+    # Longest first, allow before disallow: allowed() can stop early only by priority, so order is for speed.
+    out.sort(key=lambda r: (-r.priority, not r.allow))
+    return RuleSet(tuple(out))
+
+
+# --- groups -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Group:
+    google_names: set[str]
+    word_names: set[str]
+    rules: list[tuple[bool, str]]
+    delays: list[float]
+    closed: bool = False
+
+
+def _agent_names(value: str) -> tuple[str, set[str]]:
+    """Google's reading of a user-agent value, and the names of its words."""
+    if value == "*" or (value.startswith("*") and value[1:2].isspace()):
+        google = "*"
+    else:
+        match = _GOOGLE_AGENT.match(value)
+        google = (match.group(0) if match else "").lower()
+    words: set[str] = set()
+    for word in _WORDS.findall(value):
+        if word == "*":
+            words.add("*")
+            continue
+        product = _PRODUCT.match(word)
+        name = (product.group(0) if product else "").lower().rstrip(".")
+        if name:
+            words.add(name)
+    return google, words
+
+
+def token_readings(user_agent_token: str) -> tuple[str, ...]:
+    """The names we answer to: each product token in our token (without its version), lower case.
+
+    A token that is not one word (``Foo Bar``, a whole User-Agent header) is also read as it is.
+    """
+    token = user_agent_token.strip().lower()
+    words = _WORDS.findall(token)
+    readings = [] if len(words) == 1 else [token]
+    for word in words:
+        product = _PRODUCT.match(word)
+        name = "*" if word == "*" else (product.group(0) if product else "").rstrip(".")
+        if name and name not in readings:
+            readings.append(name)
+    return tuple(readings) or (token,)
+
+
+def _decode(body: bytes) -> bytes:
+    if body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return body.decode("utf-16", errors="replace").encode("utf-8")
+    skip = 0
+    while skip < 3 and skip < len(body) and body[skip] == _UTF8_BOM[skip]:
+        skip += 1
+    return body[skip:]
+
+
+def _lines(body: bytes) -> Iterable[str]:
+    for raw in _LINE_END.split(_decode(body)):
+        if len(raw) > MAX_LINE_BYTES:
+            raw = raw[:MAX_LINE_BYTES]
+        yield raw.decode("utf-8", "surrogateescape")
+
+
+def _key_value(line: str, lenient: bool) -> tuple[str, str] | None:
+    hash_at = line.find("#")
+    if hash_at >= 0:
+        line = line[:hash_at]
+    if lenient:
+        line = _TAG.sub("", line)
+    line = line.strip(_WHITE)
+    if not line:
+        return None
+    colon = line.find(":")
+    if colon < 0 and lenient:
+        lower = line.lower()
+        for key, _ in _KEYS:
+            if lower.startswith(key) and lower[len(key) : len(key) + 1] in (" ", "\t"):
+                return key, line[len(key) :].strip(_WHITE)
+        return None
+    if colon < 0:
+        parts = line.split(None, 1)
+        if len(parts) != 2 or len(parts[1].split()) != 1:
+            return None
+        key, value = parts
+    else:
+        key, value = line[:colon], line[colon + 1 :]
+    key = key.strip(_WHITE)
+    return (key, value.strip(_WHITE)) if key else None
+
+
+def _delay(kind: int, value: str) -> float | None:
+    if kind == _CRAWL_DELAY:
+        try:
+            seconds = float(value.split()[0]) if value.split() else math.nan
+        except ValueError:
+            return None
+    else:
+        match = _RATE.match(value)
+        if match is None or int(match.group(1)) == 0:
+            return None
+        seconds = float(match.group(2)) * _RATE_UNITS[match.group(3).lower()] / int(match.group(1))
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _groups(body: bytes, lenient: bool = False) -> tuple[list[_Group], list[str]]:
+    """The groups and sitemaps of a file; ``lenient`` also reads lines with HTML tags or without a colon."""
+    groups: list[_Group] = []
+    sitemaps: list[str] = []
+    current: _Group | None = None
+    for line in _lines(body):
+        pair = _key_value(line, lenient)
+        if pair is None:
+            continue
+        kind = _key_type(pair[0])
+        value = pair[1]
+        if kind == _USER_AGENT:
+            if current is None or current.closed:
+                current = _Group(set(), set(), [], [])
+                groups.append(current)
+            google, words = _agent_names(value)
+            current.google_names.add(google)
+            current.word_names |= words
+        elif kind in (_ALLOW, _DISALLOW):
+            if current is not None:
+                current.closed = True
+                current.rules.append((kind == _ALLOW, value))
+        elif kind == _SITEMAP:
+            if value and value not in sitemaps:
+                sitemaps.append(value)
+        elif kind in (_CRAWL_DELAY, _REQUEST_RATE) and current is not None:
+            delay = _delay(kind, value)
+            if delay is not None:
+                current.delays.append(delay)
+    return groups, sitemaps
+
+
+_DIALECTS = ("google", "words", "prefix", "first")
+"""How a user-agent line is matched to our name: Google's name, any of its words, the longest name that
+starts our name (protego), the first name in the file that starts ours (CPython, which takes the first group
+that applies; groups of that same name are merged here)."""
+
+
+def _applying(groups: Sequence[_Group], dialect: str, name: str) -> list[_Group]:
+    """The groups that apply to ``name`` in ``dialect``: those naming it, else the ``*`` groups."""
+    if dialect == "google":
+        specific = [g for g in groups if name in g.google_names]
+    elif dialect == "words":
+        specific = [g for g in groups if name in g.word_names]
+    elif dialect == "prefix":
+        longest = max((len(n) for g in groups for n in g.word_names if n and n != "*" and name.startswith(n)),
+                      default=0)
+        specific = [g for g in groups if any(len(n) == longest and name.startswith(n) for n in g.word_names)]
+    else:
+        first = next((n for g in groups for n in sorted(g.word_names) if n and n != "*" and name.startswith(n)), None)
+        specific = [g for g in groups if first in g.word_names]
+    if specific and (dialect != "prefix" or longest):
+        return specific
+    if dialect == "google":
+        return [g for g in groups if "*" in g.google_names]
+    return [g for g in groups if "*" in g.word_names]
+
+
+@dataclass(frozen=True)
+class RobotsRules:
+    """What one robots.txt says to one crawler: ``allowed(url)``, ``crawl_delay``, ``sitemaps``."""
+
+    rule_sets: tuple[tuple[RuleSet, ...], ...]
+    """Per path reading (as given, normal form, decoded), the distinct rule sets that apply to us."""
+    crawl_delay: float | None
+    sitemaps: tuple[str, ...]
+    plain_rule_sets: tuple[RuleSet, ...] = ()
+    """The distinct rule sets of all readings: a plain path reads the same in each."""
+    refuses_all: bool = False
+    """The file asks for a longer Crawl-delay than the crawler accepts: nothing is fetched."""
+
+    @classmethod
+    def parse(cls, body: bytes, user_agent_token: str, *, max_crawl_delay: float = math.inf) -> RobotsRules:
+        """The rules of ``body`` for ``user_agent_token``.
+
+        A crawl delay over ``max_crawl_delay`` is read as "do not crawl" (as crawler-commons does).
+        """
+        parses = [_groups(body), _groups(body, lenient=True)]
+        chosen: list[tuple[tuple[bool, str], ...]] = []
+        delays: list[float] = []
+        for groups, _ in parses:
+            for name in token_readings(user_agent_token):
+                for dialect in _DIALECTS:
+                    applying = _applying(groups, dialect, name)
+                    rules = tuple(rule for group in applying for rule in group.rules)
+                    if rules not in chosen:
+                        chosen.append(rules)
+                    delays.extend(d for group in applying for d in group.delays)
+        rule_sets = tuple(
+            tuple(dict.fromkeys(_compile(rules, reading) for rules in chosen)) for reading in _READINGS
+        )
+        plain = tuple(dict.fromkeys(rule_set for sets in rule_sets for rule_set in sets))
+        delay = max(delays) if delays else None
+        refuses = delay is not None and delay > max_crawl_delay
+        return cls(rule_sets, delay, tuple(parses[0][1]), plain, refuses)
+
+    def allowed(self, url: str) -> bool:
+        """Whether every reading allows ``url`` (see the module docstring)."""
+        path, fragment = url_path(url)
+        if path == "/robots.txt":
+            return True
+        if self.refuses_all:
+            return False
+        if _plain(path, fragment):
+            return all(rule_set.allowed(path) for rule_set in self.plain_rule_sets)
+        for reading, reading_path in _path_readings(path, fragment):
+            for rule_set in self.rule_sets[reading]:
+                if not rule_set.allowed(reading_path):
+                    return False
+        return True
