@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grpc
 import pytest
 
+from libs.common.grpc_auth import bearer_metadata
+from libs.common.wire import linkbase as lb_pb
+from libs.common.wire import linkbase_grpc
 from libs.localinfra import procs
 from libs.localinfra.ports import free_port, port_open
 
@@ -32,6 +36,18 @@ def trawl(env: dict[str, str], *args: str, timeout: float = 180) -> dict[str, ob
     assert done.returncode == 0, done.stderr + done.stdout
     payload: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return payload
+
+
+def add_site(address: str, metadata: tuple[tuple[str, str], ...] | None) -> grpc.StatusCode:
+    """Calls the link base's AddSites; the status it ended with."""
+    with grpc.insecure_channel(address) as channel:
+        try:
+            linkbase_grpc.LinkbaseServiceStub(channel).AddSites(
+                lb_pb.AddSitesRequest(sites=[lb_pb.Site(start_url="http://site-000.test/")]),
+                timeout=10, metadata=metadata)
+        except grpc.RpcError as exc:
+            return exc.code()  # type: ignore[attr-defined,no-any-return]  # a grpc.Call at run time
+    return grpc.StatusCode.OK
 
 
 def test_up_status_down_cycle_leaves_nothing_behind(localinfra_root: Path) -> None:
@@ -59,6 +75,13 @@ def test_up_status_down_cycle_leaves_nothing_behind(localinfra_root: Path) -> No
 
         seeds = trawl(env, "seeds", "add", "http://site-000.test/", "javascript:void(0)")
         assert seeds["accepted"] == 1 and len(seeds["rejected"]) == 1  # type: ignore[arg-type]
+
+        # Every service has the stack's one token: the link base's API refuses a call without it.
+        linkbase = f"127.0.0.1:{first['grpc']['linkbase']}"  # type: ignore[index]
+        token = (home / "admin-token").read_text().split()[0]
+        assert add_site(linkbase, None) == grpc.StatusCode.UNAUTHENTICATED
+        assert add_site(linkbase, bearer_metadata("wrong")) == grpc.StatusCode.UNAUTHENTICATED
+        assert add_site(linkbase, bearer_metadata(token)) == grpc.StatusCode.OK
 
         stopped = trawl(env, "down")
         assert set(stopped["stopped"]) == {"services", "broker", "postgres"}  # type: ignore[arg-type]
