@@ -46,6 +46,11 @@ from services.fetcher.http_response import (
     media_type,
     parse_retry_after,
 )
+from services.fetcher.informational_responses import (
+    ERROR_TOO_MANY_INFORMATIONAL,
+    BoundedConnector,
+    TooManyInformationalResponses,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +95,8 @@ class HttpFetcher:
     :meth:`fetch`, redirects and body included (time spent in the ``allow``
     callback is not counted); it and the bodies' minimum rate are kept to
     within a tenth of a second (:mod:`services.fetcher.deadlines`).
+    ``max_informational_responses`` caps the 1xx responses before a final one
+    (:mod:`services.fetcher.informational_responses`).
     """
 
     def __init__(
@@ -100,6 +107,7 @@ class HttpFetcher:
         total_timeout: float,
         max_body_bytes: int,
         max_redirects: int,
+        max_informational_responses: int = 16,
         proxy: str | None = None,
         host_map: Mapping[str, str] | None = None,
         accept_types: Collection[str] = DEFAULT_ACCEPT_TYPES,
@@ -121,6 +129,7 @@ class HttpFetcher:
         self._total_timeout = total_timeout
         self._max_body_bytes = max_body_bytes
         self._max_redirects = max_redirects
+        self._max_informational = max_informational_responses
         self._proxy = URL(proxy) if proxy else None
         self._host_map = dict(host_map or {})
         self._accept_exact = frozenset(t.lower() for t in accept_types if not t.endswith("/*"))
@@ -159,7 +168,8 @@ class HttpFetcher:
                 proxy=self._proxy is not None,
                 proxy_unresolved=self._proxy_unresolved,
             )
-        connector = aiohttp.TCPConnector(
+        connector = BoundedConnector(
+            max_informational=self._max_informational,
             limit=self._connection_limit,
             limit_per_host=self._connection_limit_per_host,
             resolver=resolver,
@@ -322,6 +332,8 @@ class HttpFetcher:
         except aiohttp.ClientPayloadError as exc:
             return f"payload_error:{_describe(exc)}"
         except aiohttp.ClientResponseError as exc:
+            if isinstance(exc.__cause__, TooManyInformationalResponses):
+                return ERROR_TOO_MANY_INFORMATIONAL
             return f"protocol_error:{_describe(exc)}"
         except (aiohttp.ClientConnectionError, OSError) as exc:
             return f"connect_error:{_describe(exc)}"
