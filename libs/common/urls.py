@@ -37,7 +37,7 @@ and how the normal form agrees with other projects' URL test suites.
 
 The configurable part (parameters stripped, query sorting, length limit) is a
 :class:`UrlPolicy`; :class:`UrlSettings` reads it from the environment in a
-service's ``main()``. Why not w3lib's ``canonicalize_url``: it gets 19 of the 39
+service's ``main()``. Why not w3lib's ``canonicalize_url``: it gets 26 of the 49
 rows of our rule table wrong, some by naming another resource (``%3A`` decoded
 in a path); see ``docs/architecture.md`` and ``bench/extractor_url_normaliser.py``.
 """

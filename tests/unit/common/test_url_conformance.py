@@ -72,7 +72,7 @@ def test_unsorted_queries_agree_once_sorting_is_on() -> None:
         assert normalize_url(case.input, case.base, policy) == normalize_url(case.expected, policy=policy), key
 
 
-def test_refused_where_the_suite_says_failure_or_decides_so(outcomes: list[Outcome]) -> None:
+def test_refusals_are_invalid_url(outcomes: list[Outcome]) -> None:
     """A refusal is an :class:`InvalidUrl` with a reason, never another exception."""
     refused = [o for o in outcomes if o.got is not None and o.got.startswith("!")]
     assert refused
