@@ -34,11 +34,19 @@ SUITES = ("google_robotstxt", "crawler_commons", "protego", "cpython")
 PATH_ORIGIN = "http://example.com"
 
 DECISIONS = {
-    "stricter-reading": "another reading of the file, the agent or the URL (one that a site or another parser uses)"
-    " disallows it, and we fetch only what every reading allows",
-    "not-a-url": "not an absolute http(s) URL: the fetcher never fetches it",
-    "one-token": "the suite's crawler answers to several names at once; ours has one token, read conservatively",
-    "first-group-only": "the suite obeys only the first of several groups for one agent; RFC 9309 merges them",
+    "literal-url": "Google's reading matches the URL as given (the caller percent-encodes it): a raw character"
+    " or a decoded escape in the URL does not match a pattern written the other way",
+    "google-agent-name": "Google's reading of a user-agent line keeps its leading letters, '-' and '_' only"
+    " (Agent1 is 'agent', UnicödeBöt is 'unic'), so it does not name us",
+    "agent-line-words": "each word of a user-agent line may name an agent ('Mozilla/5.0 (compatible;"
+    " Butterfly/1.0)' names butterfly)",
+    "agent-exact": "Google's reading takes only the group named exactly by our name, not one named by a prefix",
+    "one-token": "the suite's crawler answers to several names at once; ours has one token, each of whose"
+    " names must be allowed",
+    "group-continues": "only allow and disallow lines end a group's list of user agents (RFC 9309, Google):"
+    " an unknown line between two user-agent lines does not",
+    "merge-groups": "all groups naming the same agent are merged (RFC 9309), not only the first",
+    "decoded-reserved": "CPython's reading decodes percent-encoded reserved characters in a path (%2F is '/')",
 }
 
 

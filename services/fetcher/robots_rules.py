@@ -30,7 +30,8 @@ in more than one way, a URL is allowed only if **every** reading allows it
   of the value: ``foo/1.2`` and ``FOO BAR`` are ``foo``), and each of its
   words (``One, Two, Three`` names three agents), and a name that is a prefix
   of our token's product name (``hedwig`` for ``hedwig-news``);
-* a path: as given (Google: the caller encodes), in RFC 3986 normal form
+* a path: as given (Google: the caller encodes; only the hex digits of its
+  escapes are upper-cased, as in the patterns), in RFC 3986 normal form
   (percent-encoding of non-ASCII and unsafe octets, hex in upper case,
   unreserved characters decoded, a stray ``%`` as ``%25``, literal ``*``
   and ``$`` as ``%2A``/``%24``), the same after dot-segment removal and
@@ -169,6 +170,13 @@ def _normal(text: str, *, pattern: bool, decode_reserved: bool) -> str:
     return "".join(out)
 
 
+_ESCAPE = re.compile(r"%[0-9a-f][0-9a-fA-F]|%[0-9A-F][0-9a-f]")
+
+
+def _upper(match: re.Match[str]) -> str:
+    return match.group(0).upper()
+
+
 def _remove_dot_segments(path: str) -> str:
     if "/." not in path:
         return path
@@ -242,7 +250,7 @@ def _path_readings(path: str, fragment: str | None) -> list[tuple[int, str]]:
     if sent.endswith("?"):
         sent = sent[:-1]
     normal = _normal(path, pattern=False, decode_reserved=False)
-    pairs = [(_LITERAL, path), (_NORMAL, normal)]
+    pairs = [(_LITERAL, _ESCAPE.sub(_upper, path)), (_NORMAL, normal)]
     sent_normal = _normal(sent, pattern=False, decode_reserved=False)
     if sent_normal != normal:
         pairs.append((_NORMAL, sent_normal))
