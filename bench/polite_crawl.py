@@ -16,10 +16,13 @@ home page, one after the other on the same web served by its own process
 * **Trawl**: the local stack (``bench.trawl_stack_run``) with the services' DEFAULT settings,
   but for ``TRAWL_FETCHER_MIN_DELAY`` = the web's delay and what reaching the web needs (its
   proxy, its ``*.test`` hosts let through the SSRF guard, a topic prefix);
-* **Scrapy**: one process of ``bench.scrapy_spider`` (the extractor's trafilatura call, link
-  following, robots.txt obeyed, one request at a time per host), ``DOWNLOAD_DELAY`` = the web's
-  delay, ``CONCURRENT_REQUESTS`` = 100 (Scrapy's broad-crawl advice: "a good starting point is
-  100"). Scrapy does not honour ``Crawl-delay``: on hosts that state one it counts short gaps.
+* **Scrapy**: one process (``bench.polite_scrapy``) of ``bench.scrapy_spider``'s spider and settings
+  (the extractor's trafilatura call, link following, robots.txt obeyed, one request at a time
+  per host), ``DOWNLOAD_DELAY`` = the web's delay, ``CONCURRENT_REQUESTS`` = 100 (Scrapy's
+  broad-crawl advice: "a good starting point is 100"). Scrapy does not read ``Crawl-delay`` from
+  robots.txt: on hosts that state one it keeps only its own delay, and the log counts its short
+  gaps there; with ``--scrapy-crawl-delay`` it gets each such host's Crawl-delay as that host's
+  delay (``DOWNLOAD_SLOTS``), as a Scrapy user who read those robots.txt files would set it.
 
 Both are judged from the server's request log alone: pages fetched (200, robots.txt aside),
 crawl time (first request to last response), politeness (requests overlapping on a host, gaps
@@ -33,7 +36,7 @@ on a sample of pages. Targets, printed beside each row: Trawl's time at most 0.6
 and within 1.25 times the larger bound, its PageRank@10% at least Scrapy's, no violations.
 
     .venv/bin/python -m bench.polite_crawl [--scale 0.2] [--webs wide,narrow] [--crawlers trawl,scrapy]
-        [--trawl-env NAME=VALUE ...] [--json]
+        [--scrapy-crawl-delay] [--no-cpu-bound] [--trawl-env NAME=VALUE ...] [--log-dir DIR] [--json]
 """
 
 from __future__ import annotations
@@ -155,17 +158,20 @@ def run_trawl(case: Case, folder: Path, overrides: Mapping[str, str]) -> CrawlFi
     return figures
 
 
-def run_scrapy(case: Case, folder: Path) -> CrawlFigures:
+def scrapy_slots(case: Case) -> dict[str, dict[str, float]]:
+    """Each host whose Crawl-delay exceeds the web's delay, with that Crawl-delay as its Scrapy delay."""
+    return {host: {"delay": gap} for host, gap in host_gaps(case.web, case.delay).items() if gap > case.delay}
+
+
+def run_scrapy(case: Case, folder: Path, crawl_delay: bool) -> CrawlFigures:
     web = served(case, folder / f"{case.name}-scrapy.log")
     proxy = web.start()
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("no_proxy", "https_proxy", "all_proxy")}
     env.update({"http_proxy": proxy, "PYTHONUNBUFFERED": "1"})
-    hosts_file = folder / f"{case.name}-hosts"
-    hosts_file.write_text("\n".join(sorted(case.web.hosts)) + "\n")
-    spider = subprocess.Popen(
-        [sys.executable, "-m", "bench.scrapy_spider", "--hosts-file", str(hosts_file), "--out",
-         str(folder / f"{case.name}-scrapy.json"), "--min-delay", str(case.delay),
-         "--concurrency", str(SCRAPY_CONCURRENCY)], cwd=REPO, env=env)
+    job = folder / f"{case.name}-scrapy.json"
+    job.write_text(json.dumps({"hosts": sorted(case.web.hosts), "delay": case.delay,
+                               "concurrency": SCRAPY_CONCURRENCY, "slots": scrapy_slots(case) if crawl_delay else {}}))
+    spider = subprocess.Popen([sys.executable, "-m", "bench.polite_scrapy", str(job)], cwd=REPO, env=env)
     try:
         sampler = Sampler({"scrapy": (spider.pid, False)})
         sampler.start()
@@ -180,6 +186,8 @@ def run_scrapy(case: Case, folder: Path) -> CrawlFigures:
             spider.kill()
         web.stop()
     figures.cpu_seconds = round(usage["scrapy"].cpu_seconds, 1)
+    if crawl_delay:
+        figures.notes.append("Crawl-delays given as per-host delays (DOWNLOAD_SLOTS)")
     return figures
 
 
@@ -270,14 +278,15 @@ def _met(verdict: Mapping[str, Any]) -> str:
 
 
 def run_web(case: Case, crawlers: tuple[str, ...], overrides: Mapping[str, str], folder: Path,
-            cpu: bool, trawl_first: bool) -> dict[str, Any]:
+            cpu: bool, trawl_first: bool, scrapy_crawl_delay: bool) -> dict[str, Any]:
     cpu_bound = cpu_bound_seconds(case) if cpu else None
     summary = web_summary(case, cpu_bound)
     crawls: dict[str, CrawlFigures] = {}
     order = [c for c in (CRAWLERS if trawl_first else CRAWLERS[::-1]) if c in crawlers]
     for crawler in order:
         began = time.monotonic()
-        crawls[crawler] = run_trawl(case, folder, overrides) if crawler == "trawl" else run_scrapy(case, folder)
+        crawls[crawler] = (run_trawl(case, folder, overrides) if crawler == "trawl"
+                           else run_scrapy(case, folder, scrapy_crawl_delay))
         print(f"  {case.name}: {crawler} fetched {crawls[crawler].pages} pages in {crawls[crawler].seconds:.1f} s"
               f" ({time.monotonic() - began:.0f} s with start-up; load {os.getloadavg()[0]:.1f})",
               file=sys.stderr, flush=True)
@@ -291,6 +300,9 @@ def main() -> None:
     parser.add_argument("--webs", default=",".join(WEB_DELAYS), help="Which webs, comma-separated.")
     parser.add_argument("--crawlers", default=",".join(CRAWLERS), help="Which crawlers, comma-separated.")
     parser.add_argument("--no-cpu-bound", action="store_true", help="Skip measuring the CPU bound.")
+    parser.add_argument("--scrapy-crawl-delay", action="store_true",
+                        help="Give Scrapy each host's Crawl-delay as its per-host delay (DOWNLOAD_SLOTS).")
+    parser.add_argument("--log-dir", type=Path, help="Keep the web's request logs here (default: thrown away).")
     parser.add_argument("--trawl-env", action="append", default=[], metavar="NAME=VALUE",
                         help="A setting of Trawl's services on top of the defaults (repeatable).")
     parser.add_argument("--json", action="store_true")
@@ -303,16 +315,20 @@ def main() -> None:
     overrides = dict(item.split("=", 1) for item in args.trawl_env)
     results = []
     with tempfile.TemporaryDirectory(prefix="trawl-bench-polite-", dir="/var/tmp") as tmp:
+        folder = args.log_dir or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
         for i, name in enumerate(webs):
             case = build_case(name, family[name], WEB_DELAYS[name])
             print(f"{name}: {len(case.web.hosts)} hosts, {len(case.reachable)} reachable pages, politeness bound"
                   f" {case.bound.seconds:.1f} s", file=sys.stderr, flush=True)
-            result = run_web(case, crawlers, overrides, Path(tmp), not args.no_cpu_bound, trawl_first=i % 2 == 0)
+            result = run_web(case, crawlers, overrides, folder, not args.no_cpu_bound, trawl_first=i % 2 == 0,
+                             scrapy_crawl_delay=args.scrapy_crawl_delay)
             results.append(result)
             if not args.json:
                 print_web(result)
                 sys.stdout.flush()
     out = {"benchmark": "polite_crawl", "scale": args.scale, "scrapy_concurrency": SCRAPY_CONCURRENCY,
+           "scrapy_crawl_delay": args.scrapy_crawl_delay,
            "trawl_env": overrides, "targets": TARGETS, "webs": results, "machine": machine()}
     if args.json:
         print(json.dumps(out, indent=2))

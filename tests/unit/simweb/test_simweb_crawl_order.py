@@ -8,7 +8,7 @@ from libs.simweb.crawl_order import fetch_order, pagerank_captured, reachable_pa
 from libs.simweb.request_log import RequestRecord
 from libs.simweb.site_tree import SiteGroup, TreeWebConfig, build_tree_web
 
-SCORES = {"a": 0.4, "b": 0.3, "c": 0.2, "d": 0.1}
+SCORES = {"c": 0.2, "a": 0.4, "d": 0.1, "b": 0.3}  # not in rank order
 
 
 def test_best_order_captures_everything_and_worst_little() -> None:
