@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +18,7 @@ from libs.common.wire import linkbase as lb_pb
 from libs.common.wire import linkbase_grpc
 from libs.localinfra import procs
 from libs.localinfra.ports import free_port, port_open
+from tests.integration.common.guarded_calls import reflection_probe
 
 pytestmark = pytest.mark.e2e
 
@@ -82,6 +85,13 @@ def test_up_status_down_cycle_leaves_nothing_behind(localinfra_root: Path) -> No
         assert add_site(linkbase, None) == grpc.StatusCode.UNAUTHENTICATED
         assert add_site(linkbase, bearer_metadata("wrong")) == grpc.StatusCode.UNAUTHENTICATED
         assert add_site(linkbase, bearer_metadata(token)) == grpc.StatusCode.OK
+
+        # A generic client that knows only the address finds the standard health service on every one.
+        if importlib.util.find_spec("grpc_requests") is not None:
+            for service, port in first["grpc"].items():  # type: ignore[attr-defined]
+                seen = asyncio.run(reflection_probe(f"127.0.0.1:{port}", "grpc.health.v1.Health/Check={}"))
+                assert "grpc.health.v1.Health" in seen["services"], service
+                assert seen["calls"][0]["response"] == {"status": "SERVING"}, service
 
         stopped = trawl(env, "down")
         assert set(stopped["stopped"]) == {"services", "broker", "postgres"}  # type: ignore[arg-type]
