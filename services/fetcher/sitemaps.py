@@ -37,6 +37,8 @@ from services.fetcher.settings import FetcherSettings
 from services.fetcher.sitemap_parser import (
     CUT_DECODED_BYTES,
     CUT_ELEMENTS,
+    CUT_INDEX_CHILDREN,
+    CUT_MALFORMED,
     CUT_STOPPED,
     CUT_URLS_PER_FILE,
     MAX_SITEMAP_BYTES,
@@ -72,6 +74,9 @@ SITEMAP_CUTS = Counter(
     "Sitemap files or hosts' sitemap reads cut short, by reason (a limit reached, or malformed XML).",
     ["reason"],
 )
+for _reason in (CUT_DECODED_BYTES, CUT_ELEMENTS, CUT_URLS_PER_FILE, CUT_INDEX_CHILDREN, CUT_MALFORMED,
+                CUT_HOST_SITEMAPS, CUT_INDEX_DEPTH, CUT_HOST_URLS):  # at zero before the first one
+    SITEMAP_CUTS.labels(_reason)
 
 FetchFn = Callable[[str], Awaitable[HttpResponse]]
 """A polite fetch of one sitemap URL (any content type kept)."""
