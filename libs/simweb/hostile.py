@@ -46,8 +46,8 @@ early-hints               ``/``: ``103 Early Hints`` responses, endlessly; ``/fe
 The bomb host also serves ``/deflate`` (a deflate bomb), ``/nested`` (gzip inside gzip,
 declared once) and ``/stacked`` (``Content-Encoding: gzip, gzip``); ``types`` also serves
 ``/fake.html`` (PNG bytes declared as HTML), ``/noise.html`` (3 MiB of random bytes declared as
-HTML) and ``/plain.txt``. Hosts whose pages are
-hostile as HTML (traps, malformed markup, megabyte attributes, IDN homographs, floods of
+HTML), ``/bom-noise.html`` (1 MiB of them behind a UTF-16 byte order mark) and ``/plain.txt``.
+Hosts whose pages are hostile as HTML (traps, malformed markup, megabyte attributes, IDN homographs, floods of
 links and copies) are in :mod:`libs.simweb.hostile_pages`; hosts whose sitemaps are bombs in
 :mod:`libs.simweb.hostile_sitemaps`.
 """
@@ -218,6 +218,7 @@ class HostileWeb:
             "/fake.html": (_HTML, b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 80),
             "/plain.txt": ("text/plain", b"plain text, no markup, no links: http://elsewhere.test/\n"),
             "/noise.html": (_HTML, _noise()),
+            "/bom-noise.html": (_HTML, b"\xff\xfe" + _noise()[:1024 * 1024]),
         }
         if path in kinds:
             ctype, body = kinds[path]

@@ -3,7 +3,8 @@
 The order follows browsers (WHATWG "determine the character encoding"),
 with two crawler refinements:
 
-1. a byte order mark wins (it is in the bytes, so it cannot be stale);
+1. a byte order mark wins (it is in the bytes, so it cannot be stale), and so
+   does the shape of UTF-16 without one (a zero in every other byte);
 2. the charset of the ``Content-Type`` header, then the one declared in the
    first 4 KB (``<meta charset>``, ``<meta http-equiv>``, ``<?xml encoding>``).
    A declaration is trusted only if the body decodes with it (a handful of
@@ -24,6 +25,7 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+import unicodedata
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,8 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 # WHATWG MIME sniffing's "binary data bytes": control characters no text format uses.
 _BINARY_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
 _BINARY_SNIFF_BYTES = 1445
+# Unicode general categories of characters no text holds: controls, unassigned, private use, surrogates.
+_IMPLAUSIBLE_CATEGORIES = frozenset({"Cc", "Cn", "Co", "Cs"})
 _HEADER_CHARSET_RE = re.compile(r"""charset\s*=\s*["']?\s*([^\s;"',]+)""", re.IGNORECASE)
 _META_CHARSET_RE = re.compile(
     rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.()+\-]+)""", re.IGNORECASE | re.DOTALL
@@ -142,13 +146,44 @@ def looks_binary(body: bytes) -> bool:
 
     WHATWG's sniffing test on the first 1,445 bytes, tolerant of a few stray control
     characters (about 11% of random bytes are binary data bytes; damaged HTML has a handful).
-    A UTF-16 or UTF-32 byte order mark makes the body text whatever follows.
+    Text behind a byte order mark, or shaped like UTF-16 without one (a zero in every
+    other byte), is judged by its characters instead: the first 1,445 characters are
+    decoded and must not hold more than a few that no text has (see
+    :func:`_implausible_text`).
     """
-    if any(body.startswith(bom) for bom, _codec in _BOMS):
-        return False
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return _implausible_text(body[len(bom):], codec)
     head = body[:_BINARY_SNIFF_BYTES]
     binary_bytes = len(head) - len(head.translate(None, _BINARY_BYTES))
-    return binary_bytes > max(2, len(head) // 100)
+    if binary_bytes <= max(2, len(head) // 100):
+        return False
+    wide = _utf16_shape(head)
+    return wide is None or _implausible_text(body, wide)
+
+
+def _utf16_shape(head: bytes) -> str | None:
+    """``utf-16-le`` or ``-be`` when zero bytes sit in the odd or even places only (UTF-16 text without
+    a byte order mark: Latin letters and markup are a zero and a byte), else None. Random bytes have
+    about three zeros in each place per 1,445 bytes."""
+    even, odd = head[0::2].count(0), head[1::2].count(0)
+    if max(even, odd) < max(1, len(head) // 32) or min(even, odd) > max(even, odd) // 4:
+        return None
+    return "utf-16-le" if odd > even else "utf-16-be"
+
+
+def _implausible_text(body: bytes, codec: str) -> bool:
+    """Whether more than one in twenty of the first 1,445 characters of ``body`` in ``codec`` are
+    characters no text has: bytes the codec cannot decode, controls (but tab, line feed, form feed,
+    carriage return), lone surrogates, private-use and unassigned code points. Text has none, or a
+    few (damage, icon-font glyphs in private use); random bytes in UTF-16 about one in five, in UTF-8
+    or UTF-32 most."""
+    decoder = codecs.getincrementaldecoder(codec)("replace")
+    width = 4 if "32" in codec else 2 if "16" in codec else 1
+    text = decoder.decode(body[: _BINARY_SNIFF_BYTES * width], final=False)[:_BINARY_SNIFF_BYTES]
+    implausible = sum(1 for char in text if char == "\ufffd" or (
+        char not in "\t\n\x0c\r" and unicodedata.category(char) in _IMPLAUSIBLE_CATEGORIES))
+    return implausible > max(2, len(text) // 20)
 
 
 def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]:
@@ -156,6 +191,9 @@ def decode_html(body: bytes, content_type_header: str | None) -> tuple[str, str]
     for bom, bom_codec in _BOMS:
         if body.startswith(bom):
             return body[len(bom) :].decode(bom_codec, "replace"), bom_codec
+    wide = _utf16_shape(body[:_BINARY_SNIFF_BYTES])
+    if wide is not None and not _implausible_text(body, wide):  # UTF-16 without a BOM, whatever it declares
+        return body.decode(wide, "replace"), wide
 
     for label, in_document in _declared_labels(body, content_type_header):
         codec = _codec_name(label, in_document=in_document)

@@ -134,3 +134,49 @@ def test_binary_bodies_are_recognised() -> None:
     assert not looks_binary(b"<html><body>a stray \x00 NUL and \x01 in damaged markup" + b" text" * 300)
     assert not looks_binary(codecs.BOM_UTF16_LE + "<html>x</html>".encode("utf-16-le"))
     assert not looks_binary(b"")
+
+
+NOISE = random.Random(5).randbytes(1_381_458)
+"""Random bytes that, behind a UTF-16 byte order mark, decoded to 690,729 characters of garbage."""
+
+
+BOMS = {"utf-16-le": codecs.BOM_UTF16_LE, "utf-16-be": codecs.BOM_UTF16_BE, "utf-8": codecs.BOM_UTF8,
+        "utf-32-le": codecs.BOM_UTF32_LE, "utf-32-be": codecs.BOM_UTF32_BE}
+
+
+@pytest.mark.parametrize("bom", BOMS.values(), ids=BOMS.keys())
+def test_random_bytes_behind_a_byte_order_mark_are_binary(bom: bytes) -> None:
+    assert looks_binary(bom + NOISE)
+    assert looks_binary(bom + NOISE[:100])
+
+
+WIDE_PAGE = ("<!doctype html><html><head><title>\u00dcber uns</title></head><body>"
+             + "<p>Gr\u00fc\u00dfe aus K\u00f6ln, \u4e2d\u6587\u5b57\u7b26, \u0440\u0443\u0441\u0441\u043a\u0438\u0439,"
+               " \U0001f600 \u2014 \uf007 an icon-font glyph</p>" * 100 + "</body></html>")
+CHINESE_PAGE = "<html><body>" + "<p>\u8fd9\u662f\u4e00\u4e2a\u4e2d\u6587\u7f51\u9875\u7684\u6bb5\u843d\u3002</p>" * 100
+
+
+@pytest.mark.parametrize("codec", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("page", [WIDE_PAGE, CHINESE_PAGE], ids=["mixed", "chinese"])
+def test_real_utf16_html_is_text_and_decoded_with_or_without_a_byte_order_mark(codec: str, page: str) -> None:
+    bom = codecs.BOM_UTF16_LE if codec == "utf-16-le" else codecs.BOM_UTF16_BE
+    for body, header in ((bom + page.encode(codec), None), (page.encode(codec), None),
+                         (page.encode(codec), "text/html; charset=utf-16"),
+                         (page.encode(codec), "text/html; charset=utf-8")):  # a wrong declaration
+        assert not looks_binary(body)
+        text, encoding = decode_html(body, header)
+        assert (text, encoding) == (page, codec)
+
+
+def test_a_few_odd_characters_in_text_behind_a_byte_order_mark_are_damage_not_binary() -> None:
+    text = _page("caf\u00e9 \uf007\uf008 \x01 \ud7ff " + "ordinary words " * 100)
+    assert not looks_binary(codecs.BOM_UTF8 + text.encode("utf-8"))
+    assert not looks_binary(codecs.BOM_UTF16_LE + text.encode("utf-16-le"))
+    damaged = bytearray(codecs.BOM_UTF16_LE + text.encode("utf-16-le"))
+    damaged[101] = 0xD8  # one lone surrogate
+    assert not looks_binary(bytes(damaged))
+
+
+def test_binary_with_zeros_in_both_places_is_not_taken_for_utf16() -> None:
+    assert looks_binary(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 80)
+    assert looks_binary(bytes(4000))
