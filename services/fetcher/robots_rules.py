@@ -67,6 +67,8 @@ _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _URI_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=")
 _RESERVED_IN_PATH = frozenset(b":/#[]@!&'()+,;=")
 """Reserved characters the decoded reading decodes in a path (``?``, ``*`` and ``$`` keep their meaning)."""
+_PLAIN_PATTERN = re.compile(r"/[A-Za-z0-9\-._~!&'()+,;=:@/?*]*\$?")
+"""A pattern that every reading leaves as it is (when it has at most one ``?``)."""
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9\-._~!&'()+,;=:@/?]*")
 """Characters of a path that every reading leaves as they are (when no dot segment or empty query occurs)."""
 
@@ -301,46 +303,69 @@ class Rule:
         return path.find(self.tail, at) >= 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RuleSet:
     """The rules of the groups that apply to us, in one reading; longest match wins, allow on a tie."""
 
     rules: tuple[Rule, ...]
+    """Longest first, allows before disallows of the same length: the first rule that matches decides."""
 
     def allowed(self, path: str) -> bool:
-        best_allow = best_disallow = -1
         for rule in self.rules:
-            if rule.priority > (best_allow if rule.allow else best_disallow) and rule.matches(path):
-                if rule.allow:
-                    best_allow = rule.priority
-                else:
-                    best_disallow = rule.priority
-        return best_disallow <= best_allow
+            if rule.matches(path):
+                return rule.allow
+        return True
 
 
-def _compile(rules: Iterable[tuple[bool, str]], reading: int) -> RuleSet:
-    out: list[Rule] = []
+def _patterns(value: str) -> tuple[str, str, str]:
+    """A rule's pattern in each reading: as written (Google's escaping), in normal form, decoded."""
+    if _PLAIN_PATTERN.fullmatch(value) and value.count("?") < 2:
+        return value, value, value  # the same in every reading
+    literal = _literal_pattern(value)
+    if value[0] not in "/*":
+        value = "/" + value  # a path pattern starts with "/" (RFC 9309); some files leave it out
+    return literal, _normal(value, pattern=True, decode_reserved=False), _normal(value, pattern=True,
+                                                                                 decode_reserved=True)
+
+
+def _rules(allow: bool, pattern: str) -> list[Rule]:
+    rules = [Rule.of(allow, pattern)]
+    if allow:
+        index_at = pattern.rfind("/")
+        if pattern[index_at:].startswith("/index.htm"):
+            # Google: allowing a directory's index page allows the directory itself.
+            rules.append(Rule.of(True, pattern[: index_at + 1] + "$"))
+    elif pattern.endswith("$"):
+        # The final "$" may have been meant as a literal dollar sign: that path is disallowed too.
+        rules.append(Rule.of(False, pattern[:-1] + "%24", len(pattern)))
+    return rules
+
+
+def _compile(rules: Iterable[tuple[bool, str]]) -> tuple[RuleSet, ...]:
+    """One rule set per reading; a reading whose patterns are those of the one before shares its set."""
+    per_reading: tuple[list[Rule], ...] = ([], [], [])
+    same = [True, True, True]
     for allow, value in rules:
         if not value:
             continue  # an empty pattern matches nothing
-        if reading == _LITERAL:
-            pattern = _literal_pattern(value)
-        else:
-            if value[0] not in "/*":
-                value = "/" + value  # a path pattern starts with "/" (RFC 9309); some files leave it out
-            pattern = _normal(value, pattern=True, decode_reserved=reading == _DECODED)
-        out.append(Rule.of(allow, pattern))
-        if allow:
-            index_at = pattern.rfind("/")
-            if pattern[index_at:].startswith("/index.htm"):
-                # Google: allowing a directory's index page allows the directory itself.
-                out.append(Rule.of(True, pattern[: index_at + 1] + "$"))
-        elif pattern.endswith("$") and reading != _LITERAL:
-            # The final "$" may have been meant as a literal dollar sign: that path is disallowed too.
-            out.append(Rule.of(False, pattern[:-1] + "%24", len(pattern)))
-    # Longest first, allow before disallow: allowed() can stop early only by priority, so order is for speed.
-    out.sort(key=lambda r: (-r.priority, not r.allow))
-    return RuleSet(tuple(out))
+        patterns = _patterns(value)
+        compiled = _rules(allow, patterns[0])
+        per_reading[0].extend(compiled)
+        for reading in (_NORMAL, _DECODED):
+            if patterns[reading] != patterns[reading - 1]:
+                same[reading] = False
+            if patterns[reading] != patterns[0]:
+                per_reading[reading].extend(_rules(allow, patterns[reading]))
+            else:
+                per_reading[reading].extend(compiled)
+    sets: list[RuleSet] = []
+    for reading, out in enumerate(per_reading):
+        if reading and same[reading]:
+            sets.append(sets[-1])
+            continue
+        out.sort(key=lambda r: (-r.priority, not r.allow))
+        sets.append(RuleSet(tuple(out)))
+    return tuple(sets)
 
 
 # --- groups -----------------------------------------------------------------------------------------
@@ -535,9 +560,8 @@ class RobotsRules:
                     if rules not in chosen:
                         chosen.append(rules)
                     delays.extend(d for group in applying for d in group.delays)
-        rule_sets = tuple(
-            tuple(dict.fromkeys(_compile(rules, reading) for rules in chosen)) for reading in _READINGS
-        )
+        compiled = [_compile(rules) for rules in chosen]
+        rule_sets = tuple(tuple(dict.fromkeys(sets[reading] for sets in compiled)) for reading in _READINGS)
         plain = tuple(dict.fromkeys(rule_set for sets in rule_sets for rule_set in sets))
         delay = max(delays) if delays else None
         refuses = delay is not None and delay > max_crawl_delay
