@@ -36,7 +36,9 @@ ADMIN_TOKEN = "e2e-admin-token"
 
 
 class CrawlStack:
-    def __init__(self, bootstrap: str, dsn: str, prefix: str, proxy: str, logs: Path) -> None:
+    def __init__(self, bootstrap: str, dsn: str, prefix: str, proxy: str, logs: Path,
+                 env: dict[str, str | None] | None = None) -> None:
+        """``env`` changes the services' settings: a value replaces the harness's, None removes it (the default)."""
         self.dsn = dsn
         self.bootstrap = bootstrap
         self.prefix = prefix
@@ -50,6 +52,11 @@ class CrawlStack:
             **{f"TRAWL_{name.upper()}_GROUP": group for name, group in self.groups(prefix).items()},
             "TRAWL_ADMIN_TOKEN": ADMIN_TOKEN,
         }
+        for name, value in (env or {}).items():
+            if value is None:
+                base.pop(name, None)
+            else:
+                base[name] = value
         self.processes = {
             name: ServiceProcess(name, {**base, "TRAWL_GRPC_ADDRESS": f"127.0.0.1:{self.ports[name]}"},
                                  logs / f"{name}.log")
@@ -109,13 +116,15 @@ class CrawlStack:
 
 @contextmanager
 def crawl_stack(bootstrap: str, dsn: str, prefix: str, logs: Path,
-                config: SimWebConfig = SMALL_WEB) -> Iterator[tuple[CrawlStack, BackgroundSimWeb, SimWeb]]:
+                config: SimWebConfig | SimWeb = SMALL_WEB, env: dict[str, str | None] | None = None,
+                ) -> Iterator[tuple[CrawlStack, BackgroundSimWeb, SimWeb]]:
+    """A stack and a served web: ``config``'s, or ``config`` itself when it is a built web."""
     from libs.simweb import build_web
 
-    web = build_web(config)
+    web = config if isinstance(config, SimWeb) else build_web(config)
     simweb = BackgroundSimWeb(web)
     proxy = simweb.start()
-    stack = CrawlStack(bootstrap, dsn, prefix, proxy, logs)
+    stack = CrawlStack(bootstrap, dsn, prefix, proxy, logs, env)
     try:
         yield stack, simweb, web
     finally:
