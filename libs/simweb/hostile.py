@@ -2,7 +2,7 @@
 
 Every host below ``HOSTILE_DOMAIN`` plays one part (:data:`HOSTILE_HOSTS` says
 which); its robots.txt answers 404 (everything allowed) unless the part is
-about robots.txt. A crawler must end each with bounded time and memory and a
+about robots.txt or sitemaps. A crawler must end each with bounded time and memory and a
 clear, recorded outcome:
 
 ========================  ==================================================
@@ -146,15 +146,15 @@ class HostileWeb:
     async def respond(self, request: web.Request, host: str) -> HostileAnswer:
         part = host[: -len(HOSTILE_DOMAIN) - 1]
         path = request.rel_url.path
+        if part in SITEMAP_PARTS:  # a bomb takes a moment to build the first time
+            origin = f"{request.scheme}://{request.host}"
+            sitemap = await asyncio.get_running_loop().run_in_executor(None, hostile_sitemap, part, origin, path)
+            return HostileAnswer(sitemap.status, sitemap)
         if path == "/robots.txt" and not part.startswith("robots-"):
             return HostileAnswer(404, web.Response(status=404, text="no robots.txt\n"))
         if part in PAGE_PARTS:
             page = hostile_page(part, path)
             return HostileAnswer(page.status, page)
-        if part in SITEMAP_PARTS:  # a bomb takes a moment to build the first time
-            origin = f"{request.scheme}://{request.host}"
-            sitemap = await asyncio.get_running_loop().run_in_executor(None, hostile_sitemap, part, origin, path)
-            return HostileAnswer(sitemap.status, sitemap)
         handler = getattr(self, "_" + part.replace("-", "_"))
         answer: HostileAnswer = await handler(request, path)
         return answer
