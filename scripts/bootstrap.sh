@@ -26,7 +26,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-  .venv/bin/python -m pip install --quiet -e '.[dev,bench]'
+  .venv/bin/python -m pip install --quiet -e '.[dev,bench,local]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
