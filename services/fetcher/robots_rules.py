@@ -22,22 +22,21 @@ Parsing follows RFC 9309 and Google's reference parser (google/robotstxt):
 
 Where sites, crawlers and the other parsers' test suites read a file or a URL
 in more than one way, a URL is allowed only if **every** reading allows it
-(docs/robots.md lists them):
+(docs/robots.md lists them, and which suite each comes from):
 
-* the user agent: our token as configured, and each product token in it
-  (``FigTree Robot libwww-perl/5.04`` is also ``figtree``);
+* our token: as configured, and each product token in it without its
+  version (``FigTree Robot libwww-perl/5.04`` is also ``figtree``;
+  ``trawl/2.1`` is ``trawl`` only);
 * a user-agent line: Google's reading (the leading letters, ``-`` and ``_``
-  of the value: ``foo/1.2`` and ``FOO BAR`` are ``foo``), and each of its
-  words (``One, Two, Three`` names three agents), and a name that is a prefix
-  of our token's product name (``hedwig`` for ``hedwig-news``);
-* a path: as given (Google: the caller encodes; only the hex digits of its
-  escapes are upper-cased, as in the patterns), in RFC 3986 normal form
-  (percent-encoding of non-ASCII and unsafe octets, hex in upper case,
-  unreserved characters decoded, a stray ``%`` as ``%25``, literal ``*``
-  and ``$`` as ``%2A``/``%24``), the same after dot-segment removal and
-  without an empty query (what the HTTP client sends), and with the path's
-  percent-encoded reserved characters decoded (CPython's reading); a
-  Disallow pattern ending in ``$`` also disallows the literal ``$``.
+  of the value: ``foo/1.2`` and ``FOO BAR`` are ``foo``), each of its words
+  (``One, Two, Three`` names three agents), the longest name that begins our
+  name (protego: ``hedwig`` for ``hedwig-news``), and the first name in the
+  file that begins ours (CPython; the groups of that name merged);
+* a file: as the RFC reads it, and leniently (HTML tags dropped, a missing
+  colon after a known key forgiven);
+* a path and a pattern: as given, in RFC 3986 normal form, and decoded
+  (:mod:`services.fetcher.robots_paths`); a Disallow pattern ending in ``$``
+  also disallows the literal ``$``.
 
 Crawl-delay (and Request-rate, as seconds per request) of the groups that
 apply are kept, the largest if several; Sitemap lines anywhere in the file
@@ -51,7 +50,17 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["MAX_LINE_BYTES", "RobotsRules", "Rule", "RuleSet", "url_path"]
+from services.fetcher.robots_paths import (
+    DECODED,
+    NORMAL,
+    READINGS,
+    is_plain,
+    path_readings,
+    pattern_readings,
+    url_path,
+)
+
+__all__ = ["MAX_LINE_BYTES", "RobotsRules", "Rule", "RuleSet", "token_readings"]
 
 MAX_LINE_BYTES = 2083 * 8 - 1
 """Bytes of one line that are read (Google's parser: eight times the longest URL browsers accept)."""
@@ -62,16 +71,6 @@ _WHITE = " \t\x0b\x0c"
 _GOOGLE_AGENT = re.compile(r"[A-Za-z_-]*")
 _PRODUCT = re.compile(r"[\w.-]*")
 _WORDS = re.compile(r"[^\s,;()]+")
-_HEX = "0123456789ABCDEF"
-_UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_URI_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=")
-_RESERVED_IN_PATH = frozenset(b":/#[]@!&'()+,;=")
-"""Reserved characters the decoded reading decodes in a path (``?``, ``*`` and ``$`` keep their meaning)."""
-_PLAIN_PATTERN = re.compile(r"/[A-Za-z0-9\-._~!&'()+,;=:@/?*]*\$?")
-"""A pattern that every reading leaves as it is (when it has at most one ``?``)."""
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9\-._~!&'()+,;=:@/?]*")
-"""Characters of a path that every reading leaves as they are (when no dot segment or empty query occurs)."""
-
 _USER_AGENT, _ALLOW, _DISALLOW, _SITEMAP, _CRAWL_DELAY, _REQUEST_RATE = range(6)
 _KEYS: tuple[tuple[str, int], ...] = (
     # The keys, and the misspellings of them that Google's and crawler-commons' parsers accept.
@@ -97,168 +96,6 @@ def _key_type(key: str) -> int | None:
         if key.startswith(prefix):
             return kind
     return None
-
-
-# --- paths and patterns in each reading -------------------------------------------------------------
-
-
-def _octets(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
-
-
-def _pct(byte: int) -> str:
-    return "%" + _HEX[byte >> 4] + _HEX[byte & 15]
-
-
-def _literal_pattern(pattern: str) -> str:
-    """Google's escaping of a pattern: octets outside US-ASCII percent-encoded, hex digits upper-cased."""
-    if pattern.isascii() and "%" not in pattern:
-        return pattern
-    data = _octets(pattern)
-    out: list[str] = []
-    i = 0
-    while i < len(data):
-        byte = data[i]
-        if byte == 0x25 and _is_hex(data, i + 1):
-            out.append("%" + chr(data[i + 1]).upper() + chr(data[i + 2]).upper())
-            i += 3
-            continue
-        out.append(_pct(byte) if byte >= 0x80 else chr(byte))
-        i += 1
-    return "".join(out)
-
-
-def _is_hex(data: bytes, at: int) -> bool:
-    return at + 1 < len(data) and chr(data[at]) in "0123456789abcdefABCDEF" and chr(data[at + 1]) in (
-        "0123456789abcdefABCDEF"
-    )
-
-
-def _normal(text: str, *, pattern: bool, decode_reserved: bool) -> str:
-    """RFC 3986 normal form of a path (or of a pattern, whose ``*`` and final ``$`` stay special).
-
-    ``decode_reserved`` also decodes percent-encoded reserved characters before the query.
-    """
-    data = _octets(text)
-    out: list[str] = []
-    in_query = False
-    last = len(data) - 1
-    i = 0
-    while i < len(data):
-        byte = data[i]
-        if byte == 0x25:  # %
-            if _is_hex(data, i + 1):
-                value = int(data[i + 1 : i + 3], 16)
-                i += 3
-                if value in _UNRESERVED or (decode_reserved and not in_query and value in _RESERVED_IN_PATH):
-                    out.append(chr(value))
-                else:
-                    out.append(_pct(value))
-                continue
-            out.append("%25")
-        elif pattern and (byte == 0x2A or (byte == 0x24 and i == last)):
-            out.append(chr(byte))  # the wildcard, the end anchor
-        elif byte in (0x2A, 0x24):
-            out.append(_pct(byte))  # a literal * or $ (written %2A or %24 in a pattern)
-        elif byte == 0x3F and in_query and decode_reserved:
-            out.append("%3F")  # in a query, "?" and "%3F" are the same character to CPython
-        elif byte in _URI_CHARS:
-            if byte == 0x3F:
-                in_query = True
-            out.append(chr(byte))
-        else:
-            out.append(_pct(byte))
-        i += 1
-    return "".join(out)
-
-
-_ESCAPE = re.compile(r"%[0-9a-f][0-9a-fA-F]|%[0-9A-F][0-9a-f]")
-
-
-def _upper(match: re.Match[str]) -> str:
-    return match.group(0).upper()
-
-
-def _remove_dot_segments(path: str) -> str:
-    if "/." not in path:
-        return path
-    query = ""
-    if "?" in path:
-        path, query = path.split("?", 1)
-        query = "?" + query
-    out: list[str] = []
-    segments = path.split("/")
-    for index, segment in enumerate(segments):
-        if segment == ".":
-            if index == len(segments) - 1:
-                out.append("")
-            continue
-        if segment == "..":
-            if len(out) > 1:
-                out.pop()
-            if index == len(segments) - 1:
-                out.append("")
-            continue
-        out.append(segment)
-    return "/".join(out) + query
-
-
-def url_path(url: str) -> tuple[str, str | None]:
-    """``(path with params and query, fragment or None)`` of a URL as given; ``/`` when it has no path."""
-    start = 0
-    scheme_end = url.find("://")
-    if scheme_end >= 0 and not any(c in url[:scheme_end] for c in "/?;#"):
-        start = scheme_end + 3
-    elif url.startswith("//"):
-        start = 2
-    elif url.startswith("/"):
-        start = -1  # a path already
-    if start >= 0:
-        cut = len(url)
-        for mark in "/?;#":
-            at = url.find(mark, start)
-            if 0 <= at < cut:
-                cut = at
-        url = url[cut:]
-    fragment: str | None = None
-    hash_at = url.find("#")
-    if hash_at >= 0:
-        url, fragment = url[:hash_at], url[hash_at + 1 :]
-    if not url:
-        return "/", fragment
-    if not url.startswith("/"):
-        url = "/" + url
-    return url, fragment
-
-
-_LITERAL, _NORMAL, _DECODED = range(3)
-_READINGS = (_LITERAL, _NORMAL, _DECODED)
-
-
-def _plain(path: str, fragment: str | None) -> bool:
-    """Whether every reading of this path is the path itself."""
-    return (
-        fragment is None
-        and _PLAIN_PATH.fullmatch(path) is not None
-        and "/." not in path
-        and not path.endswith("?")
-        and path.count("?") < 2
-    )
-
-
-def _path_readings(path: str, fragment: str | None) -> list[tuple[int, str]]:
-    """The ``(reading, path)`` pairs of a path that is not plain."""
-    sent = _remove_dot_segments(path)
-    if sent.endswith("?"):
-        sent = sent[:-1]
-    normal = _normal(path, pattern=False, decode_reserved=False)
-    pairs = [(_LITERAL, _ESCAPE.sub(_upper, path)), (_NORMAL, normal)]
-    sent_normal = _normal(sent, pattern=False, decode_reserved=False)
-    if sent_normal != normal:
-        pairs.append((_NORMAL, sent_normal))
-    decoded = _normal(path if fragment is None else path + "#" + fragment, pattern=False, decode_reserved=True)
-    pairs.append((_DECODED, decoded))
-    return pairs
 
 
 # --- rules ------------------------------------------------------------------------------------------
@@ -317,17 +154,6 @@ class RuleSet:
         return True
 
 
-def _patterns(value: str) -> tuple[str, str, str]:
-    """A rule's pattern in each reading: as written (Google's escaping), in normal form, decoded."""
-    if _PLAIN_PATTERN.fullmatch(value) and value.count("?") < 2:
-        return value, value, value  # the same in every reading
-    literal = _literal_pattern(value)
-    if value[0] not in "/*":
-        value = "/" + value  # a path pattern starts with "/" (RFC 9309); some files leave it out
-    return literal, _normal(value, pattern=True, decode_reserved=False), _normal(value, pattern=True,
-                                                                                 decode_reserved=True)
-
-
 def _rules(allow: bool, pattern: str) -> list[Rule]:
     rules = [Rule.of(allow, pattern)]
     if allow:
@@ -348,10 +174,10 @@ def _compile(rules: Iterable[tuple[bool, str]]) -> tuple[RuleSet, ...]:
     for allow, value in rules:
         if not value:
             continue  # an empty pattern matches nothing
-        patterns = _patterns(value)
+        patterns = pattern_readings(value)
         compiled = _rules(allow, patterns[0])
         per_reading[0].extend(compiled)
-        for reading in (_NORMAL, _DECODED):
+        for reading in (NORMAL, DECODED):
             if patterns[reading] != patterns[reading - 1]:
                 same[reading] = False
             if patterns[reading] != patterns[0]:
@@ -561,7 +387,7 @@ class RobotsRules:
                         chosen.append(rules)
                     delays.extend(d for group in applying for d in group.delays)
         compiled = [_compile(rules) for rules in chosen]
-        rule_sets = tuple(tuple(dict.fromkeys(sets[reading] for sets in compiled)) for reading in _READINGS)
+        rule_sets = tuple(tuple(dict.fromkeys(sets[reading] for sets in compiled)) for reading in READINGS)
         plain = tuple(dict.fromkeys(rule_set for sets in rule_sets for rule_set in sets))
         delay = max(delays) if delays else None
         refuses = delay is not None and delay > max_crawl_delay
@@ -574,9 +400,9 @@ class RobotsRules:
             return True
         if self.refuses_all:
             return False
-        if _plain(path, fragment):
+        if is_plain(path, fragment):
             return all(rule_set.allowed(path) for rule_set in self.plain_rule_sets)
-        for reading, reading_path in _path_readings(path, fragment):
+        for reading, reading_path in path_readings(path, fragment):
             for rule_set in self.rule_sets[reading]:
                 if not rule_set.allowed(reading_path):
                     return False

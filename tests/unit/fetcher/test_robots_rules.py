@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from services.fetcher.robots_rules import MAX_LINE_BYTES, RobotsRules, token_readings, url_path
+from services.fetcher.robots_paths import url_path
+from services.fetcher.robots_rules import MAX_LINE_BYTES, RobotsRules, token_readings
 
 SITE = "http://site.test"
 
