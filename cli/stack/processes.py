@@ -3,7 +3,13 @@
 ``Supervisor`` runs as its own detached process (``python -m cli.stack.supervisor``):
 it starts every service with its environment, restarts one that dies (with backoff),
 and on SIGTERM forwards SIGTERM to all of them, waits for their drain, then SIGKILLs
-what is left. Tests use :class:`ServiceProcess` directly to start, kill and restart.
+what is left. Tests use :class:`ServiceProcess` directly to start, kill and restart,
+and may run a :class:`Supervisor` over them in a thread (``run(install_signals=False)``).
+
+A service exits with status 1 when it cannot make progress (a broker that lost its data
+or stays away: ``libs/common/service.py``); the supervisor starts it again after
+``1, 2, 4 ... 30`` seconds. The backoff starts over for a process that ran for
+``STEADY_SECONDS``, so that one outage long ago does not slow the next recovery.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+STEADY_SECONDS = 60.0
+"""A process that ran this long before it exited is restarted after the shortest backoff."""
+
 
 class ServiceProcess:
     def __init__(self, name: str, env: Mapping[str, str], log_path: Path, module: str | None = None,
@@ -30,6 +39,7 @@ class ServiceProcess:
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0
+        self.started_at = 0.0  # time.monotonic() of the last start
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -39,6 +49,7 @@ class ServiceProcess:
                 [sys.executable, "-m", self.module], env=env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
+        self.started_at = time.monotonic()
         if self.pid_file is not None:
             self.pid_file.write_text(str(self.proc.pid))
         log.info("started %s (pid %s)", self.name, self.proc.pid)
@@ -87,24 +98,33 @@ class Supervisor:
     def request_stop(self, *_: object) -> None:
         self._stopping = True
 
-    def run(self) -> None:
-        signal.signal(signal.SIGTERM, self.request_stop)
-        signal.signal(signal.SIGINT, self.request_stop)
-        for p in self.processes:
-            p.start()
+    def run(self, install_signals: bool = True, start: bool = True, stop: bool = True) -> None:
+        """Starts the processes (``start``), restarts those that die until asked to stop, then stops them
+        (``stop``). A test running it in a thread passes ``install_signals=False`` and calls ``request_stop``."""
+        if install_signals:
+            signal.signal(signal.SIGTERM, self.request_stop)
+            signal.signal(signal.SIGINT, self.request_stop)
+        if start:
+            for p in self.processes:
+                p.start()
         next_start: dict[str, float] = {}
         while not self._stopping:
             time.sleep(0.5)
             for p in self.processes:
                 if p.alive() or self._stopping:
                     continue
-                due = next_start.setdefault(p.name, time.monotonic() + min(30.0, 2.0 ** min(p.restarts, 5)))
-                if time.monotonic() >= due:
+                if p.name not in next_start:
+                    if time.monotonic() - p.started_at >= STEADY_SECONDS:
+                        p.restarts = 0
+                    next_start[p.name] = time.monotonic() + min(30.0, 2.0 ** min(p.restarts, 5))
+                if time.monotonic() >= next_start[p.name]:
                     code = p.proc.returncode if p.proc else None
                     log.warning("%s exited with %s; restarting", p.name, code)
                     p.restarts += 1
                     p.start()
                     next_start.pop(p.name, None)
+        if not stop:
+            return
         for p in self.processes:
             p.signal(signal.SIGTERM)
         deadline = time.monotonic() + self.drain_timeout

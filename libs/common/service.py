@@ -15,6 +15,15 @@ starts before its database) is waited for: the build and start are retried with 
 pause, each attempt logged and counted, for up to ``TRAWL_STARTUP_WAIT_SECONDS``; then the
 process exits with status 1 and a one-line reason (an orchestrator restarts it). A signal
 ends the wait at once. Any other error at start is a bug and keeps its traceback.
+
+A running service that can no longer make progress exits too. Every second it asks each
+component that has a ``stalled()`` method (the Kafka producer and consumers) whether it
+is stuck: a producer whose messages stay unacknowledged, a broker that stays away or came
+back without its data, a consumer evicted from its group or whose loop died. The first
+answer turns health NOT_SERVING at once, the components get ``STALLED_STOP_SECONDS`` to
+stop (what they could not flush and commit is delivered again later), and the process
+exits with status 1, for its supervisor (``cli/stack/supervisor.py``, Kubernetes) to start
+it afresh.
 """
 
 from __future__ import annotations
@@ -44,6 +53,16 @@ class Component(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+
+class Watched(Protocol):
+    """A component that can tell it is stuck (see the module docstring)."""
+
+    async def stalled(self) -> str | None: ...
+
+
+STALLED_STOP_SECONDS = 3.0
+"""How long the components of a stalled service get to stop before the process exits anyway."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +100,16 @@ TRANSIENT_STARTUP_ERRORS: tuple[type[BaseException], ...] = (psycopg.Operational
 class Service:
     """A named set of components plus a gRPC server; run until stopped."""
 
-    def __init__(self, name: str, grpc_server: GrpcServer, components: Sequence[Component]) -> None:
+    def __init__(self, name: str, grpc_server: GrpcServer, components: Sequence[Component],
+                 watch_interval: float = 1.0) -> None:
         self.name = name
         self.grpc = grpc_server
         self.components = list(components)
+        self.failure: str | None = None  # why the service stopped on its own (it could not make progress)
+        self._watch_interval = watch_interval
         self._stop = asyncio.Event()
         self._started: list[Component] = []
+        self._watch_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self.grpc.start()
@@ -94,7 +117,40 @@ class Service:
             await component.start()
             self._started.append(component)
         metrics.UP.labels(self.name).set(1)
+        self._watch_task = asyncio.create_task(self._watch(), name=f"{self.name}-watch")
         log.info("%s started", self.name, extra={"grpc_port": self.grpc.port})
+
+    async def _watch(self) -> None:
+        """Asks the watched components whether they are stuck; the first that is stops the service."""
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._stop.wait(), self._watch_interval)
+                return
+            except TimeoutError:
+                pass
+            for component in list(self._started):
+                check = getattr(component, "stalled", None)
+                if check is None:
+                    continue
+                try:
+                    reason = await check()
+                except Exception:
+                    log.exception("asking %s whether it is stuck failed", type(component).__name__)
+                    continue
+                if reason:
+                    await self.fail(f"{type(component).__name__}: {reason}")
+                    return
+
+    async def fail(self, reason: str) -> None:
+        """Marks the service NOT_SERVING at once and asks it to stop; the process then exits with status 1."""
+        if self.failure is not None:
+            return
+        self.failure = reason
+        log.error("%s cannot make progress: %s; exiting for a restart", self.name, reason,
+                  extra={"reason": reason})
+        metrics.UP.labels(self.name).set(0)
+        await self.grpc.set_serving(False)
+        self._stop.set()
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -103,6 +159,8 @@ class Service:
         await self._stop.wait()
 
     async def stop(self) -> None:
+        if self._watch_task is not None and self._watch_task is not asyncio.current_task():
+            self._watch_task.cancel()
         metrics.UP.labels(self.name).set(0)
         await self.grpc.set_serving(False)
         for component in reversed(self._started):
@@ -172,7 +230,24 @@ async def _serve(name: str, build: Builder, env: Mapping[str, str], wait_seconds
     try:
         await service.wait()
     finally:
-        await service.stop()
+        if service.failure is None:
+            await service.stop()
+    if service.failure is not None:
+        # A stuck flush or commit must not hold the exit (components may swallow a cancellation while
+        # they drain): what they held is delivered again to the next process.
+        stopping_task = asyncio.create_task(service.stop(), name=f"{name}-stop")
+        done, _ = await asyncio.wait({stopping_task}, timeout=STALLED_STOP_SECONDS)
+        if not done:
+            log.warning("%s did not stop within %.0f s; exiting anyway", name, STALLED_STOP_SECONDS)
+        _exit_stalled(name, service.failure)
+
+
+def _exit_stalled(name: str, reason: str) -> None:
+    """Exits with status 1 at once: not SystemExit, since threads stuck in a Kafka call would hold it."""
+    print(f"{name}: exiting, no progress possible: {reason}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def run_service(name: str, build: Builder, env: Mapping[str, str] | None = None) -> None:
@@ -202,3 +277,4 @@ def run_service(name: str, build: Builder, env: Mapping[str, str] | None = None)
         log.error("%s could not start: %s", name, exc)
         print(f"{name}: could not start: {exc}", file=sys.stderr)
         raise SystemExit(1) from exc
+

@@ -24,6 +24,7 @@ from libs.common.topics import (
 )
 from services.scheduler.admin_api import SERVICE_NAME, AdminApi, AdminState, registrar
 from services.scheduler.admin_topics import topic_stats
+from services.scheduler.broker_loss import BrokerLoss
 from services.scheduler.clock import ClockSettings, clock_from
 from services.scheduler.dispatcher import Dispatcher
 from services.scheduler.freshness.components import build_freshness
@@ -67,7 +68,7 @@ async def build(env: Mapping[str, str]) -> Service:
         assignment="range",  # the four inputs are keyed by host: one member owns all of a host
     )
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)
-    unsent = UnsentRequests(db, kafka, settings.unsent_check_seconds)
+    unsent = UnsentRequests(db, kafka, settings.unsent_check_seconds, loss=BrokerLoss(db, kafka, producer))
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),
                             policies=admin.policies, goal=admin.goal, unsent=unsent, sent=sent)
     api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),

@@ -13,6 +13,10 @@ once. Nothing is queued again unless the end of every partition was reached. ``a
 is also the grace that lets a live replica finish a send it started: a request it sends
 later than that after its dispatch would be fetched twice, which takes a broker outage
 longer than ``age``, during which this check cannot read the topic either.
+
+A broker that lost its data (it restarted empty) holds none of the requests in flight, so
+this check queues them all again at its next round; the same round first asks
+:class:`~services.scheduler.broker_loss.BrokerLoss` to recover what else the broker took.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from libs.common.kafka.ends import offsets_since, read_to_end
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.wire import messages as pb
+from services.scheduler.broker_loss import BrokerLoss
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +58,10 @@ _RELEASE_HOSTS = "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1,
 class UnsentRequests:
     """Finds and queues again the requests in flight that were never sent (see the module docstring)."""
 
-    def __init__(self, db: Database, kafka: KafkaSettings, age: float, read_timeout: float = 10.0) -> None:
+    def __init__(self, db: Database, kafka: KafkaSettings, age: float, read_timeout: float = 10.0,
+                 loss: BrokerLoss | None = None) -> None:
         self._db = db
+        self._loss = loss
         self._bootstrap = kafka.bootstrap
         self._topic = kafka.topic(FETCH_REQUESTS.name)
         self.age = age
@@ -62,7 +69,14 @@ class UnsentRequests:
         self.requeued = 0
 
     async def requeue(self, partitions: Sequence[int]) -> int:
-        """Queues again the owned partitions' requests in flight for over ``age`` that are not on the topic."""
+        """Queues again the owned partitions' requests in flight for over ``age`` that are not on the topic.
+
+        Returns how many, plus the pages and URLs a broker loss check recovered (the dispatcher wakes for them).
+        """
+        recovered = await self._loss.check() if self._loss is not None else 0
+        return recovered + await self._requeue(partitions)
+
+    async def _requeue(self, partitions: Sequence[int]) -> int:
         if not partitions or self.age <= 0:
             return 0
         async with self._db.connection() as conn:

@@ -7,6 +7,10 @@
 - :class:`Replicas`: more processes of a service in the same consumer group.
 - :class:`PostgresOutage`: restarts a test's own PostgreSQL server or keeps it
   away for a while, and measures how long it was away.
+- :class:`BrokerRestart`: kills a test's own broker with SIGKILL and starts it again on
+  the same port (Tansu's memory-only build: it comes back empty).
+- :func:`supervised`: the local stack's supervisor over a test's service processes, in a
+  thread, restarting those that exit.
 - :func:`inject_poison` / :func:`read_dead_letters`: undecodable bytes on topics,
   and what the dead-letter topic holds.
 - :func:`wait_until_quiet`: the crawl is over when the frontier is idle, every
@@ -20,11 +24,14 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import os
 import random
+import signal
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,12 +41,12 @@ from confluent_kafka.admin import AdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from cli.stack import health
-from cli.stack.processes import ServiceProcess
+from cli.stack.processes import ServiceProcess, Supervisor
 from libs.common.kafka.ends import read_to_end
 from libs.common.kafka.lag import committed_offsets, group_lag
 from libs.common.topics import DEAD_LETTERS, Topic
 from libs.common.wire import messages as pb
-from libs.localinfra import LocalPostgres
+from libs.localinfra import LocalBroker, LocalPostgres
 from libs.localinfra.ports import free_port
 from tests.e2e.crawl_harness import CrawlStack
 
@@ -311,6 +318,51 @@ class PostgresOutage:
         log.warning("postgres: %s, away %.2fs, %d pages fetched before", kind, outage.away, fetched)
         self.outages.append(outage)
         return outage
+
+
+# -- the broker restarted ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BrokerBounce:
+    killed_at: float  # time.time() of the SIGKILL
+    back_at: float  # time.time() the broker answered again
+    fetched_before: int  # pages the frontier held as fetched at the kill
+
+
+class BrokerRestart:
+    """A broker that belongs to the test alone, killed as a crash would and started again on its port."""
+
+    def __init__(self, broker: LocalBroker) -> None:
+        self._broker = broker
+        self.bounces: list[BrokerBounce] = []
+
+    def bounce(self, dsn: str, down: float) -> BrokerBounce:
+        pid = self._broker.pid()
+        assert pid is not None, "the test's broker is not running"
+        fetched = fetched_count(dsn)
+        os.kill(pid, signal.SIGKILL)
+        killed = time.time()
+        time.sleep(down)
+        self._broker.ensure_started()
+        bounce = BrokerBounce(killed, time.time(), fetched)
+        log.warning("broker: killed with %d pages fetched, back after %.2fs", fetched, bounce.back_at - killed)
+        self.bounces.append(bounce)
+        return bounce
+
+
+@contextmanager
+def supervised(processes: Sequence[ServiceProcess]) -> Iterator[Supervisor]:
+    """Restarts the (already started) processes that exit, as ``trawl up``'s supervisor does, until the block ends."""
+    supervisor = Supervisor(list(processes))
+    thread = threading.Thread(target=supervisor.run, kwargs={"install_signals": False, "start": False,
+                                                             "stop": False}, name="supervisor", daemon=True)
+    thread.start()
+    try:
+        yield supervisor
+    finally:
+        supervisor.request_stop()
+        thread.join(timeout=5)
 
 
 # -- the end of a crawl ----------------------------------------------------------------------------------

@@ -11,6 +11,12 @@ A handler failure is retried: :class:`RetryableError` and connection failures (a
 dependency is down) forever with backoff, anything else up to ``max_attempts`` times,
 after which the record is dead-lettered (in batch mode, the batch is first split to find
 the records that fail alone).
+
+A consumer that can no longer make progress says why in ``stalled`` (its service asks every
+second, then exits for a restart): its loop ended on an error, or it was evicted from its
+group for exceeding ``max.poll.interval.ms``. With no committed offset (a new group, or a
+broker that lost its offsets) and for an offset out of range, reading starts at the
+earliest record.
 """
 
 from __future__ import annotations
@@ -137,6 +143,7 @@ class TopicConsumer:
         self.pauses = 0  # times every slot stayed taken for pause_after and the partitions were paused
         self.assigned: set[tuple[str, int]] = set()
         self.processed = 0
+        self._evicted: str | None = None  # why the group evicted this member, if it did
 
     def assigned_partitions(self, topic: Topic) -> set[int]:
         """Partitions of ``topic`` this member owns now."""
@@ -165,6 +172,7 @@ class TopicConsumer:
         if self._settings.lag_metrics_interval_ms > 0:
             config["statistics.interval.ms"] = self._settings.lag_metrics_interval_ms
             config["stats_cb"] = LagGauge(self._service, {name: t.name for name, t in self._topics.items()})
+        config["error_cb"] = self._producer.note_error  # a lost connection has the broker checked
         self._consumer = Consumer(config)
         self._consumer.subscribe(list(self._topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                  on_lost=self._on_revoke)
@@ -192,6 +200,14 @@ class TopicConsumer:
             await self._call(consumer.close)
             self._consumer = None
         self._executor.shutdown(wait=False)
+
+    async def stalled(self) -> str | None:
+        """Why this consumer cannot make progress (see the module docstring), else None."""
+        task = self._task
+        if task is not None and task.done() and not self._stopping.is_set():
+            exc = None if task.cancelled() else task.exception()
+            return f"the consume loop ended: {exc!r}" if exc is not None else "the consume loop ended"
+        return self._evicted
 
     async def wait(self) -> None:
         """Returns when the consume loop ends (it only ends on stop or a fatal error)."""
@@ -325,6 +341,8 @@ class TopicConsumer:
         for msg in raw:
             err = msg.error()
             if err is not None:
+                if err.code() == KafkaError._MAX_POLL_EXCEEDED:
+                    self._evicted = f"evicted from group {self._group_id}: {err.str()}"
                 if err.code() != KafkaError._PARTITION_EOF:
                     log.warning("consumer error: %s", err)
                 continue

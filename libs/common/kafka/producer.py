@@ -9,6 +9,12 @@ commit their input offsets, so a message is never acknowledged upstream before w
 caused is durable downstream (at-least-once). Code that sends lazily (the fetcher
 publishes finished fetches in runs) registers a hook with ``before_flush``: every flush
 runs it first, and a hook that raises fails the flush.
+
+At start the producer creates the declared topics that are missing
+(``TRAWL_KAFKA_ENSURE_TOPICS``; a broker that does not answer is a ConnectionError, which
+a starting service waits out). Its service asks ``stalled`` every second: messages left
+unacknowledged for ``TRAWL_KAFKA_STALL_SECONDS``, or a broker that lost its data or stays
+away (:mod:`libs.common.kafka.broker_watch`), make the service exit for a restart.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -23,9 +30,11 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 from google.protobuf.message import Message
 
+from libs.common.kafka.broker_watch import BrokerWatch
 from libs.common.kafka.codec import encode_key
 from libs.common.kafka.settings import KafkaSettings
-from libs.common.topics import Topic
+from libs.common.kafka.topic_admin import ensure_topics
+from libs.common.topics import ALL_TOPICS, Topic
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +62,9 @@ class TopicProducer:
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{client_id}-producer")
         self._before_flush: list[Callable[[], None]] = []
+        self._unacked_since: float | None = None  # start of the first flush not followed by a successful one
+        self._watch: BrokerWatch | None = None
+        self._fatal: str | None = None
         self.sent = 0
 
     def before_flush(self, hook: Callable[[], None]) -> None:
@@ -60,10 +72,18 @@ class TopicProducer:
         self._before_flush.append(hook)
 
     async def start(self) -> None:
+        settings = self._settings
+        if settings.ensure_topics:
+            # replication factor -1: the broker's default (the init job sets it explicitly).
+            ready = await asyncio.to_thread(ensure_topics, settings.bootstrap,
+                                            [(settings.topic(t.name), t.partitions) for t in ALL_TOPICS],
+                                            replication_factor=-1, timeout=10.0)
+            self._watch = BrokerWatch(settings.bootstrap, ready.ids, settings.stall_seconds)
         self._producer = Producer({
-            **self._settings.producer_config(self._client_id),
+            **settings.producer_config(self._client_id),
             "delivery.report.only.error": True,
             "on_delivery": self._on_delivery,
+            "error_cb": self._on_error,
         })
 
     async def stop(self) -> None:
@@ -78,6 +98,28 @@ class TopicProducer:
         if err is not None:
             with self._lock:
                 self._errors.append(str(err))
+
+    def note_error(self, err: KafkaError) -> None:
+        """A Kafka client of this service reported ``err`` (librdkafka's error callback, any thread)."""
+        if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN) and self._watch is not None:
+            self._watch.note_disconnect()
+
+    def _on_error(self, err: KafkaError) -> None:
+        self.note_error(err)
+        if err.fatal():
+            with self._lock:
+                self._errors.append(f"fatal: {err}")
+            self._fatal = str(err)
+
+    async def stalled(self) -> str | None:
+        """Why this producer cannot make progress (see the module docstring), else None."""
+        if self._fatal is not None:
+            return f"the producer hit a fatal error: {self._fatal}"
+        since = self._unacked_since
+        limit = self._settings.stall_seconds
+        if since is not None and limit > 0 and time.monotonic() - since >= limit:
+            return f"messages sent {time.monotonic() - since:.0f} s ago are still not acknowledged"
+        return await self._watch.check() if self._watch is not None else None
 
     def send(self, topic: Topic, key: str, message: Message) -> None:
         """Enqueues one message; raises MessageTooLarge before it reaches the broker."""
@@ -102,6 +144,8 @@ class TopicProducer:
     async def flush(self, timeout: float = 60.0) -> None:
         """Waits until everything sent is acknowledged; raises DeliveryFailed otherwise."""
         producer = self._require()
+        if self._unacked_since is None:
+            self._unacked_since = time.monotonic()
         hook_failure: Exception | None = None
         for hook in self._before_flush:
             try:
@@ -115,6 +159,7 @@ class TopicProducer:
             raise DeliveryFailed(f"{remaining} message(s) not acknowledged within {timeout}s")
         if errors:
             raise DeliveryFailed(f"{len(errors)} message(s) failed: {errors[0]}")
+        self._unacked_since = None  # what was sent is acknowledged (a hook failing sent nothing new)
         if hook_failure is not None:
             raise DeliveryFailed(f"sending before the flush failed: {hook_failure}") from hook_failure
 

@@ -45,6 +45,21 @@ class KafkaSettings:
     max_attempts: int = setting(
         "TRAWL_KAFKA_MAX_ATTEMPTS", 3, "Attempts at processing a message before it is dead-lettered."
     )
+    stall_seconds: float = setting(
+        "TRAWL_KAFKA_STALL_SECONDS",
+        20.0,
+        "How long a service may fail to make progress through Kafka (its producer's messages unacknowledged,"
+        " the broker unanswering) before it reports NOT_SERVING and exits with status 1 for its supervisor to"
+        " restart it. A broker that comes back without the topics the service started with (a memory-only"
+        " broker restarted) ends it at once. 0: never.",
+    )
+    ensure_topics: bool = setting(
+        "TRAWL_KAFKA_ENSURE_TOPICS",
+        True,
+        "Whether a service creates the declared topics that are missing when it starts (with their declared"
+        " partition counts and the broker's default replication factor; automatic creation by a produce is"
+        " always off).",
+    )
     lag_metrics_interval_ms: int = setting(
         "TRAWL_KAFKA_LAG_METRICS_INTERVAL_MS",
         10000,
@@ -64,6 +79,7 @@ class KafkaSettings:
             "partitioner": "murmur2_random",
             "acks": "all",
             "message.max.bytes": self.max_message_bytes + 64 * 1024,
+            "allow.auto.create.topics": False,  # see libs.common.kafka.topic_admin
         }
 
     def consumer_config(self, group_id: str, client_id: str, assignment: str = "cooperative-sticky",
@@ -76,7 +92,8 @@ class KafkaSettings:
             "client.id": client_id,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
-            "auto.offset.reset": "earliest",
+            "auto.offset.reset": "earliest",  # no committed offset (a new group, a broker that lost them)
+            "allow.auto.create.topics": False,
             "session.timeout.ms": self.session_timeout_ms,
             "heartbeat.interval.ms": self.heartbeat_interval_ms,
             "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),

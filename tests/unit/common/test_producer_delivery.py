@@ -23,7 +23,7 @@ class _ShortTimeout(KafkaSettings):
 
 
 async def test_flush_raises_when_messages_were_not_delivered() -> None:
-    producer = TopicProducer(_ShortTimeout(bootstrap=f"127.0.0.1:{free_port()}"), "delivery-test")
+    producer = TopicProducer(_ShortTimeout(bootstrap=f"127.0.0.1:{free_port()}", ensure_topics=False), "delivery-test")
     await producer.start()
     try:
         for i in range(POLL_EVERY * 2 + 1):  # the periodic polls serve reports too
@@ -37,7 +37,7 @@ async def test_flush_raises_when_messages_were_not_delivered() -> None:
 
 
 async def test_hooks_run_before_every_flush_and_a_failing_hook_fails_it_after_the_flush() -> None:
-    producer = TopicProducer(_ShortTimeout(bootstrap=f"127.0.0.1:{free_port()}"), "hook-test")
+    producer = TopicProducer(_ShortTimeout(bootstrap=f"127.0.0.1:{free_port()}", ensure_topics=False), "hook-test")
     calls: list[str] = []
 
     def lazy_sender() -> None:
