@@ -15,8 +15,11 @@ Outcomes of fetching ``<origin>/robots.txt`` (after up to five redirects):
   slow moment (the host's, or the network's) does not keep a site out of the
   crawl. Nothing is fetched from the origin meanwhile either way.
 
-Parsed and allow-all verdicts last ``ttl`` seconds. The cache is keyed by
-origin (``scheme://host[:port]``) and bounded, least recently used first out.
+A file asking us for a Crawl-delay longer than ``max_crawl_delay`` (300 s by
+default, as crawler-commons) is read as "do not crawl" (shorter delays go to
+the politeness, which caps them at its own maximum). Parsed and allow-all
+verdicts last ``ttl`` seconds. The cache is keyed by origin
+(``scheme://host[:port]``) and bounded, least recently used first out.
 Concurrent callers asking about the same origin share one fetch.
 """
 

@@ -200,28 +200,29 @@ def _compile(rules: Iterable[tuple[bool, str]]) -> tuple[RuleSet, ...]:
 @dataclass
 class _Group:
     google_names: set[str]
-    word_names: set[str]
+    word_names: dict[str, None]
+    """The names of the group's words, in file order."""
     rules: list[tuple[bool, str]]
     delays: list[float]
     closed: bool = False
 
 
-def _agent_names(value: str) -> tuple[str, set[str]]:
+def _agent_names(value: str) -> tuple[str, dict[str, None]]:
     """Google's reading of a user-agent value, and the names of its words."""
     if value == "*" or (value.startswith("*") and value[1:2].isspace()):
         google = "*"
     else:
         match = _GOOGLE_AGENT.match(value)
         google = (match.group(0) if match else "").lower()
-    words: set[str] = set()
+    words: dict[str, None] = {}
     for word in _WORDS.findall(value):
         if word == "*":
-            words.add("*")
+            words["*"] = None
             continue
         product = _PRODUCT.match(word)
         name = (product.group(0) if product else "").lower().rstrip(".")
         if name:
-            words.add(name)
+            words[name] = None
     return google, words
 
 
@@ -311,7 +312,7 @@ def _groups(body: bytes, lenient: bool = False) -> tuple[list[_Group], list[str]
         value = pair[1]
         if kind == _USER_AGENT:
             if current is None or current.closed:
-                current = _Group(set(), set(), [], [])
+                current = _Group(set(), {}, [], [])
                 groups.append(current)
             google, words = _agent_names(value)
             current.google_names.add(google)
@@ -336,24 +337,23 @@ starts our name (protego), the first name in the file that starts ours (CPython,
 that applies; groups of that same name are merged here)."""
 
 
+def _naming(groups: Sequence[_Group], dialect: str, name: str) -> list[_Group]:
+    if dialect == "google":
+        return [g for g in groups if name in g.google_names]
+    if dialect == "words":
+        return [g for g in groups if name in g.word_names]
+    starting = [n for g in groups for n in g.word_names if n and n != "*" and name.startswith(n)]  # in file order
+    if not starting:
+        return []
+    chosen = max(starting, key=len) if dialect == "prefix" else starting[0]
+    return [g for g in groups if chosen in g.word_names]
+
+
 def _applying(groups: Sequence[_Group], dialect: str, name: str) -> list[_Group]:
     """The groups that apply to ``name`` in ``dialect``: those naming it, else the ``*`` groups."""
-    if dialect == "google":
-        specific = [g for g in groups if name in g.google_names]
-    elif dialect == "words":
-        specific = [g for g in groups if name in g.word_names]
-    elif dialect == "prefix":
-        longest = max((len(n) for g in groups for n in g.word_names if n and n != "*" and name.startswith(n)),
-                      default=0)
-        specific = [g for g in groups if any(len(n) == longest and name.startswith(n) for n in g.word_names)]
-    else:
-        first = next((n for g in groups for n in sorted(g.word_names) if n and n != "*" and name.startswith(n)), None)
-        specific = [g for g in groups if first in g.word_names]
-    if specific and (dialect != "prefix" or longest):
-        return specific
-    if dialect == "google":
-        return [g for g in groups if "*" in g.google_names]
-    return [g for g in groups if "*" in g.word_names]
+    return _naming(groups, dialect, name) or [
+        g for g in groups if "*" in (g.google_names if dialect == "google" else g.word_names)
+    ]
 
 
 @dataclass(frozen=True)

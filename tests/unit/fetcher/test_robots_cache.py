@@ -81,6 +81,15 @@ async def test_request_rate_counts_as_a_crawl_delay() -> None:
     assert await robots.crawl_delay(ORIGIN) == 10.0
 
 
+async def test_a_crawl_delay_longer_than_the_limit_keeps_the_crawler_away() -> None:
+    fetch = ScriptedFetch(answer(200, "User-agent: *\nCrawl-delay: 3600\nDisallow:\n"))
+    robots = make_cache(fetch, FakeClock(), max_crawl_delay=300.0)
+    assert not await robots.allowed("http://site.test/page")
+    assert await robots.crawl_delay(ORIGIN) == 3600.0
+    relaxed = make_cache(ScriptedFetch(answer(200, "User-agent: *\nCrawl-delay: 60\n")), FakeClock())
+    assert await relaxed.allowed("http://site.test/page")
+
+
 @pytest.mark.parametrize("status", [404, 401, 403, 410])
 async def test_4xx_allows_everything(status: int) -> None:
     robots = make_cache(ScriptedFetch(answer(status)), FakeClock())
