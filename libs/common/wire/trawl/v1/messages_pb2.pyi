@@ -92,6 +92,8 @@ class _FetchStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_FetchStat
     """the URL cannot be fetched at all"""
     FETCH_STATUS_UNSUPPORTED_TYPE: _FetchStatus.ValueType  # 8
     """content type not crawled"""
+    FETCH_STATUS_NOT_MODIFIED: _FetchStatus.ValueType  # 9
+    """304 to a conditional revisit: the page is as at its last capture (no body, no fetch result)."""
 
 class FetchStatus(_FetchStatus, metaclass=_FetchStatusEnumTypeWrapper):
     """The outcome of one fetch attempt."""
@@ -113,6 +115,8 @@ FETCH_STATUS_INVALID_URL: FetchStatus.ValueType  # 7
 """the URL cannot be fetched at all"""
 FETCH_STATUS_UNSUPPORTED_TYPE: FetchStatus.ValueType  # 8
 """content type not crawled"""
+FETCH_STATUS_NOT_MODIFIED: FetchStatus.ValueType  # 9
+"""304 to a conditional revisit: the page is as at its last capture (no body, no fetch result)."""
 Global___FetchStatus: _TypeAlias = FetchStatus  # noqa: Y015
 
 class _DuplicateKind:
@@ -154,6 +158,9 @@ class FetchRequest(_message.Message):
     SCHEDULED_AT_MS_FIELD_NUMBER: _builtins.int
     MIN_DELAY_SECONDS_FIELD_NUMBER: _builtins.int
     HOST_NOT_BEFORE_MS_FIELD_NUMBER: _builtins.int
+    ETAG_FIELD_NUMBER: _builtins.int
+    LAST_MODIFIED_FIELD_NUMBER: _builtins.int
+    VALIDATED_AT_MS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     url: _builtins.str
     host: _builtins.str
@@ -169,6 +176,13 @@ class FetchRequest(_message.Message):
     """Set when a fetcher gives the host's partition up (a rebalance) and hands the request on:
     the earliest time the host may be contacted again (Unix ms), 0 if not handed on.
     """
+    etag: _builtins.str
+    """A revisit's validators, from the page's last capture (the frontier keeps them): sent as
+    If-None-Match (etag, weak ones included) and If-Modified-Since (last_modified); "" when none.
+    """
+    last_modified: _builtins.str
+    validated_at_ms: _builtins.int
+    """when that capture was fetched (Unix ms; 0 unknown): WARC-Refers-To-Date"""
     def __init__(
         self,
         *,
@@ -181,10 +195,13 @@ class FetchRequest(_message.Message):
         scheduled_at_ms: _builtins.int = ...,
         min_delay_seconds: _builtins.float = ...,
         host_not_before_ms: _builtins.int = ...,
+        etag: _builtins.str = ...,
+        last_modified: _builtins.str = ...,
+        validated_at_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "depth", b"depth", "host", b"host", "host_not_before_ms", b"host_not_before_ms", "min_delay_seconds", b"min_delay_seconds", "priority", b"priority", "request_id", b"request_id", "scheduled_at_ms", b"scheduled_at_ms", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "depth", b"depth", "etag", b"etag", "host", b"host", "host_not_before_ms", b"host_not_before_ms", "last_modified", b"last_modified", "min_delay_seconds", b"min_delay_seconds", "priority", b"priority", "request_id", b"request_id", "scheduled_at_ms", b"scheduled_at_ms", "url", b"url", "validated_at_ms", b"validated_at_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -735,6 +752,8 @@ class FetchOutcome(_message.Message):
     ATTEMPT_FIELD_NUMBER: _builtins.int
     BODY_SIZE_FIELD_NUMBER: _builtins.int
     HOST_NEXT_ALLOWED_AT_MS_FIELD_NUMBER: _builtins.int
+    ETAG_FIELD_NUMBER: _builtins.int
+    LAST_MODIFIED_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     url: _builtins.str
     host: _builtins.str
@@ -749,6 +768,11 @@ class FetchOutcome(_message.Message):
     body_size: _builtins.int
     host_next_allowed_at_ms: _builtins.int
     """Earliest time the fetcher will contact this host again (politeness), 0 if unknown."""
+    etag: _builtins.str
+    """The validators the response carried (ETag as received; Last-Modified only when it parses as an
+    HTTP date), for the next revisit; "" when none. A 304 that repeats none leaves the kept ones.
+    """
+    last_modified: _builtins.str
     def __init__(
         self,
         *,
@@ -765,10 +789,12 @@ class FetchOutcome(_message.Message):
         attempt: _builtins.int = ...,
         body_size: _builtins.int = ...,
         host_next_allowed_at_ms: _builtins.int = ...,
+        etag: _builtins.str = ...,
+        last_modified: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "body_size", b"body_size", "elapsed_ms", b"elapsed_ms", "error", b"error", "fetched_at_ms", b"fetched_at_ms", "final_url", b"final_url", "host", b"host", "host_next_allowed_at_ms", b"host_next_allowed_at_ms", "http_status", b"http_status", "request_id", b"request_id", "retryable", b"retryable", "status", b"status", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "body_size", b"body_size", "elapsed_ms", b"elapsed_ms", "error", b"error", "etag", b"etag", "fetched_at_ms", b"fetched_at_ms", "final_url", b"final_url", "host", b"host", "host_next_allowed_at_ms", b"host_next_allowed_at_ms", "http_status", b"http_status", "last_modified", b"last_modified", "request_id", b"request_id", "retryable", b"retryable", "status", b"status", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
