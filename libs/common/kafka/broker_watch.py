@@ -35,7 +35,7 @@ class BrokerWatch:
     """See the module docstring. ``topics``: each topic's id when the service started."""
 
     def __init__(self, bootstrap: str, topics: dict[str, str], stall_seconds: float,
-                 probe_timeout: float = 3.0, verify_every: float = 15.0) -> None:
+                 probe_timeout: float = 3.0, verify_every: float = 5.0) -> None:
         self._bootstrap = bootstrap
         self._topics = dict(topics)
         self._stall_seconds = stall_seconds
