@@ -1,7 +1,7 @@
 """The Kafka clients through a broker restart, on a real broker of this module alone (it is killed here).
 
 Tansu's memory-only build comes back with no topics, messages or offsets: the producer
-says so at once (``stalled``), a broker that stays away is reported after
+says so within seconds (``stalled``), a broker that stays away is reported after
 ``stall_seconds``, no client creates a topic by producing to it, and a service whose
 component is stuck turns NOT_SERVING and exits with status 1.
 """
