@@ -20,9 +20,10 @@ home page, one after the other on the same web served by its own process
   (the extractor's trafilatura call, link following, robots.txt obeyed, one request at a time
   per host), ``DOWNLOAD_DELAY`` = the web's delay, ``CONCURRENT_REQUESTS`` = 100 (Scrapy's
   broad-crawl advice: "a good starting point is 100"). Scrapy does not read ``Crawl-delay`` from
-  robots.txt: on hosts that state one it keeps only its own delay, and the log counts its short
-  gaps there; with ``--scrapy-crawl-delay`` it gets each such host's Crawl-delay as that host's
-  delay (``DOWNLOAD_SLOTS``), as a Scrapy user who read those robots.txt files would set it.
+  robots.txt, so for the same politeness it gets each such host's Crawl-delay as that host's
+  delay (``DOWNLOAD_SLOTS``), as a Scrapy user who read those robots.txt files would set it;
+  ``--scrapy-ignores-crawl-delay`` runs it as it comes, keeping only its own delay there (the
+  log then counts its short gaps).
 
 Both are judged from the server's request log alone: pages fetched (200, robots.txt aside),
 crawl time (first request to last response), politeness (requests overlapping on a host, gaps
@@ -37,7 +38,7 @@ beside each row: Trawl's time at most 0.67 of Scrapy's and within 1.25 times the
 its PageRank@10% at least Scrapy's, no violations.
 
     .venv/bin/python -m bench.polite_crawl [--scale 0.2] [--webs wide,narrow] [--crawlers trawl,scrapy]
-        [--scrapy-crawl-delay] [--no-cpu-bound] [--trawl-env NAME=VALUE ...] [--log-dir DIR] [--json]
+        [--scrapy-ignores-crawl-delay] [--no-cpu-bound] [--trawl-env NAME=VALUE ...] [--log-dir DIR] [--json]
 """
 
 from __future__ import annotations
@@ -303,8 +304,8 @@ def main() -> None:
     parser.add_argument("--webs", default=",".join(WEB_DELAYS), help="Which webs, comma-separated.")
     parser.add_argument("--crawlers", default=",".join(CRAWLERS), help="Which crawlers, comma-separated.")
     parser.add_argument("--no-cpu-bound", action="store_true", help="Skip measuring the CPU bound.")
-    parser.add_argument("--scrapy-crawl-delay", action="store_true",
-                        help="Give Scrapy each host's Crawl-delay as its per-host delay (DOWNLOAD_SLOTS).")
+    parser.add_argument("--scrapy-ignores-crawl-delay", action="store_true",
+                        help="Do not give Scrapy the hosts' Crawl-delays as per-host delays (DOWNLOAD_SLOTS).")
     parser.add_argument("--log-dir", type=Path, help="Keep the web's request logs here (default: thrown away).")
     parser.add_argument("--trawl-env", action="append", default=[], metavar="NAME=VALUE",
                         help="A setting of Trawl's services on top of the defaults (repeatable).")
@@ -325,20 +326,21 @@ def main() -> None:
             print(f"{name}: {len(case.web.hosts)} hosts, {len(case.reachable)} reachable pages, politeness bound"
                   f" {case.bound.seconds:.1f} s", file=sys.stderr, flush=True)
             result = run_web(case, crawlers, overrides, folder, not args.no_cpu_bound, trawl_first=i % 2 == 0,
-                             scrapy_crawl_delay=args.scrapy_crawl_delay)
+                             scrapy_crawl_delay=not args.scrapy_ignores_crawl_delay)
             results.append(result)
             if not args.json:
                 print_web(result)
                 sys.stdout.flush()
     out = {"benchmark": "polite_crawl", "scale": args.scale, "scrapy_concurrency": SCRAPY_CONCURRENCY,
-           "scrapy_crawl_delay": args.scrapy_crawl_delay,
+           "scrapy_given_crawl_delays": not args.scrapy_ignores_crawl_delay,
            "trawl_env": overrides, "targets": TARGETS, "webs": results, "machine": machine()}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
         m = out["machine"]
         print(f"machine: {m['cpus']} cpus, Python {m['python']}, load {m['load_average_1m_at_end']};"
-              f" Scrapy CONCURRENT_REQUESTS {SCRAPY_CONCURRENCY}; scale {args.scale}")
+              f" Scrapy CONCURRENT_REQUESTS {SCRAPY_CONCURRENCY}, given the Crawl-delays:"
+              f" {'no' if args.scrapy_ignores_crawl_delay else 'yes'}; scale {args.scale}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,13 @@ from libs.simweb.request_log import RequestRecord
 from libs.simweb.web import SimWeb
 
 TOLERANCE = 0.001
-"""Seconds a logged gap may fall short of a delay before it counts (the float stamps' noise)."""
+"""Seconds a logged end-to-start gap may fall short of a delay before it counts (the float stamps' noise).
+The server stamps a request's start after the client sent it and a response's end before the client has
+it, so the gap it logs is never longer than the one the client kept."""
+START_TOLERANCE = 0.05
+"""Share of a delay a logged start-to-start gap may fall short of it before it counts: a client spaces the
+moments it sends, the server stamps when each request arrives, and the two differ by each request's way
+through the client's and the server's event loops (tens of milliseconds on a busy machine)."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,11 @@ class GapViolations:
     end_to_start: int
     """Started less than the host's delay after the end of the host's previous response."""
     start_to_start: int
-    """Started less than the host's delay after the start of the host's previous request."""
+    """Started less than the host's delay (less ``START_TOLERANCE``) after the start of the host's previous one."""
 
 
 def gap_violations(log: Iterable[RequestRecord], gaps: Mapping[str, float], default_gap: float = 0.0,
-                   tolerance: float = TOLERANCE) -> GapViolations:
+                   tolerance: float = TOLERANCE, start_tolerance: float = START_TOLERANCE) -> GapViolations:
     """Counts over every host's requests in start order; a host missing from ``gaps`` has ``default_gap``."""
     by_host: dict[str, list[RequestRecord]] = defaultdict(list)
     for record in log:
@@ -101,12 +107,12 @@ def gap_violations(log: Iterable[RequestRecord], gaps: Mapping[str, float], defa
     overlaps = short_end = short_start = 0
     for host, records in by_host.items():
         records.sort(key=lambda r: (r.started_at, r.finished_at))
-        gap = gaps.get(host, default_gap) - tolerance
+        gap = gaps.get(host, default_gap)
         latest_finish, previous_start = records[0].finished_at, records[0].started_at
         for record in records[1:]:
             overlaps += record.started_at < latest_finish
-            short_end += record.started_at - latest_finish < gap
-            short_start += record.started_at - previous_start < gap
+            short_end += record.started_at - latest_finish < gap - tolerance
+            short_start += record.started_at - previous_start < gap * (1 - start_tolerance)
             latest_finish = max(latest_finish, record.finished_at)
             previous_start = record.started_at
     return GapViolations(overlaps, short_end, short_start)

@@ -107,6 +107,9 @@ def tree_family(scale: float = 1.0) -> dict[str, TreeWebConfig]:
     * ``narrow``: one site of 2,000 pages (two levels of sections) and 500 one-page sites;
     * ``deep``: 40 sites of 100 to 300 pages under five levels of sections;
     * ``mixed``: 200 sites of 10 to 60 pages, half of them with a Crawl-delay of 0.5, 1 or 2 s.
+
+    Elsewhere 10% of the hosts state a Crawl-delay (wide: 1.5 or 2 s; deep: 1 s; narrow: 0.5, 1 or 2 s,
+    on one-page hosts only), and in every web 5% say ``Disallow: /``.
     """
     webs = (
         TreeWebConfig("wide", (SiteGroup("site", 320, (10, 100), 1),), seed=11, crawl_delay_values=(1.5, 2.0)),
@@ -261,10 +264,6 @@ class TreeWeb(SimWeb):
         if len(self._tree_html) > simweb_pages.HTML_CACHE_SIZE:
             self._tree_html.popitem(last=False)
         return text
-
-    def host_depth(self, host: str) -> int:
-        """Level of the host's deepest page."""
-        return max((level for url, level in self.levels.items() if self.pages[url].host == host), default=0)
 
 
 class _Builder:

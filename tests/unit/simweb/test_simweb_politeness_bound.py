@@ -56,6 +56,12 @@ def test_gaps_are_counted_end_to_start_and_start_to_start() -> None:
     assert gap_violations(perfect_log(), {"a.test": 1.0}, default_gap=3.0).end_to_start == 1
 
 
+def test_start_to_start_gaps_allow_for_the_way_to_the_server() -> None:
+    log = [rec("a.test", 0.0, 0.01, "/robots.txt"), rec("a.test", 0.97, 0.98), rec("a.test", 1.90, 1.91, "/x")]
+    counts = gap_violations(log, {"a.test": 1.0})
+    assert (counts.end_to_start, counts.start_to_start) == (2, 1)  # 0.97 s passes, 0.93 s does not
+
+
 def test_host_bounds_of_a_web_take_crawl_delays_and_disallowed_hosts() -> None:
     config = TreeWebConfig("t", (SiteGroup("s", 10, (8, 8), 1),), seed=4, crawl_delay_share=0.2,
                            crawl_delay_values=(2.0,), disallow_share=0.1, latency_range=(0.05, 0.05))
