@@ -33,7 +33,8 @@ in more than one way, a URL is allowed only if **every** reading allows it
   name (protego: ``hedwig`` for ``hedwig-news``), and the first name in the
   file that begins ours (CPython; the groups of that name merged);
 * a file: as the RFC reads it, and leniently (HTML tags dropped, a missing
-  colon after a known key forgiven);
+  colon after a known key forgiven, any Unicode space trimmed, a line that
+  is not UTF-8 read as cp1252);
 * a path and a pattern: as given, in RFC 3986 normal form, and decoded
   (:mod:`services.fetcher.robots_paths`); a Disallow pattern ending in ``$``
   also disallows the literal ``$``.
@@ -200,29 +201,31 @@ def _compile(rules: Iterable[tuple[bool, str]]) -> tuple[RuleSet, ...]:
 @dataclass
 class _Group:
     google_names: set[str]
-    word_names: dict[str, None]
-    """The names of the group's words, in file order."""
+    word_names: set[str]
+    """The names of all the words of the group's user-agent lines."""
+    lead_names: dict[str, None]
+    """The name of the first word of each of its user-agent lines, in file order."""
     rules: list[tuple[bool, str]]
     delays: list[float]
     closed: bool = False
 
 
-def _agent_names(value: str) -> tuple[str, dict[str, None]]:
-    """Google's reading of a user-agent value, and the names of its words."""
+def _agent_names(value: str) -> tuple[str, list[str]]:
+    """Google's reading of a user-agent value, and the names of its words (the ``*`` of a word kept)."""
     if value == "*" or (value.startswith("*") and value[1:2].isspace()):
         google = "*"
     else:
         match = _GOOGLE_AGENT.match(value)
         google = (match.group(0) if match else "").lower()
-    words: dict[str, None] = {}
+    words: list[str] = []
     for word in _WORDS.findall(value):
         if word == "*":
-            words["*"] = None
+            words.append("*")
             continue
         product = _PRODUCT.match(word)
         name = (product.group(0) if product else "").lower().rstrip(".")
         if name:
-            words[name] = None
+            words.append(name)
     return google, words
 
 
@@ -251,20 +254,25 @@ def _decode(body: bytes) -> bytes:
     return body[skip:]
 
 
-def _lines(body: bytes) -> Iterable[str]:
+def _lines(body: bytes, lenient: bool) -> Iterable[str]:
+    """The lines, as UTF-8 (octets that are not kept as lone surrogates); leniently, such a line as cp1252."""
     for raw in _LINE_END.split(_decode(body)):
         if len(raw) > MAX_LINE_BYTES:
             raw = raw[:MAX_LINE_BYTES]
-        yield raw.decode("utf-8", "surrogateescape")
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            yield raw.decode("cp1252", "replace") if lenient else raw.decode("utf-8", "surrogateescape")
 
 
 def _key_value(line: str, lenient: bool) -> tuple[str, str] | None:
     hash_at = line.find("#")
     if hash_at >= 0:
         line = line[:hash_at]
+    white = None if lenient else _WHITE  # leniently, any Unicode space (a no-break space after a path...)
     if lenient:
         line = _TAG.sub("", line)
-    line = line.strip(_WHITE)
+    line = line.strip(white)
     if not line:
         return None
     colon = line.find(":")
@@ -272,7 +280,7 @@ def _key_value(line: str, lenient: bool) -> tuple[str, str] | None:
         lower = line.lower()
         for key, _ in _KEYS:
             if lower.startswith(key) and lower[len(key) : len(key) + 1] in (" ", "\t"):
-                return key, line[len(key) :].strip(_WHITE)
+                return key, line[len(key) :].strip(white)
         return None
     if colon < 0:
         parts = line.split(None, 1)
@@ -281,8 +289,8 @@ def _key_value(line: str, lenient: bool) -> tuple[str, str] | None:
         key, value = parts
     else:
         key, value = line[:colon], line[colon + 1 :]
-    key = key.strip(_WHITE)
-    return (key, value.strip(_WHITE)) if key else None
+    key = key.strip(white)
+    return (key, value.strip(white)) if key else None
 
 
 def _delay(kind: int, value: str) -> float | None:
@@ -304,7 +312,7 @@ def _groups(body: bytes, lenient: bool = False) -> tuple[list[_Group], list[str]
     groups: list[_Group] = []
     sitemaps: list[str] = []
     current: _Group | None = None
-    for line in _lines(body):
+    for line in _lines(body, lenient):
         pair = _key_value(line, lenient)
         if pair is None:
             continue
@@ -312,11 +320,13 @@ def _groups(body: bytes, lenient: bool = False) -> tuple[list[_Group], list[str]
         value = pair[1]
         if kind == _USER_AGENT:
             if current is None or current.closed:
-                current = _Group(set(), {}, [], [])
+                current = _Group(set(), set(), {}, [], [])
                 groups.append(current)
             google, words = _agent_names(value)
             current.google_names.add(google)
-            current.word_names |= words
+            current.word_names.update(words)
+            if words:
+                current.lead_names[words[0]] = None
         elif kind in (_ALLOW, _DISALLOW):
             if current is not None:
                 current.closed = True
@@ -332,8 +342,8 @@ def _groups(body: bytes, lenient: bool = False) -> tuple[list[_Group], list[str]
 
 
 _DIALECTS = ("google", "words", "prefix", "first")
-"""How a user-agent line is matched to our name: Google's name, any of its words, the longest name that
-starts our name (protego), the first name in the file that starts ours (CPython, which takes the first group
+"""How a user-agent line is matched to our name: Google's name, any of its words, the longest line's first
+name that begins our name (protego), the first such name in the file (CPython, which takes the first group
 that applies; groups of that same name are merged here)."""
 
 
@@ -342,11 +352,11 @@ def _naming(groups: Sequence[_Group], dialect: str, name: str) -> list[_Group]:
         return [g for g in groups if name in g.google_names]
     if dialect == "words":
         return [g for g in groups if name in g.word_names]
-    starting = [n for g in groups for n in g.word_names if n and n != "*" and name.startswith(n)]  # in file order
+    starting = [n for g in groups for n in g.lead_names if n != "*" and name.startswith(n)]  # in file order
     if not starting:
         return []
     chosen = max(starting, key=len) if dialect == "prefix" else starting[0]
-    return [g for g in groups if chosen in g.word_names]
+    return [g for g in groups if chosen in g.lead_names]
 
 
 def _applying(groups: Sequence[_Group], dialect: str, name: str) -> list[_Group]:
