@@ -39,6 +39,7 @@ from services.fetcher.politeness import (
     PolitenessTimeoutError,
 )
 from services.fetcher.politeness_keys import PolitenessKeys
+from services.fetcher.revisit_validators import Validators, count, declares_body, received_validators
 from services.fetcher.robots import FetchFn, RobotsCache, origin_of
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ ROBOTS_MAX_REDIRECTS = 5
 
 Outcome = Literal[
     "ok",
+    "not_modified",
     "http_error",
     "network_error",
     "robots_disallowed",
@@ -97,6 +99,7 @@ class FetchAttempt:
     retryable: bool
     host_next_allowed_at: float
     detail: str = ""
+    validators: Validators | None = None
 
 
 def record_response(slot: HostSlot, response: HttpResponse) -> None:
@@ -180,11 +183,12 @@ class FetchCore:
         self.outcomes: collections.Counter[str] = collections.Counter()
         self._origins: dict[tuple[str, str], str] = {}
 
-    async def fetch(self, url: str, min_delay: float = 0.0) -> FetchAttempt:
+    async def fetch(self, url: str, min_delay: float = 0.0, validators: Validators | None = None) -> FetchAttempt:
         """Fetch ``url`` if robots.txt and politeness allow; never raises for network problems.
 
-        ``min_delay`` (the host's operator policy) is kept like a robots.txt Crawl-delay. Every
-        outcome is made by :meth:`_result`, which counts it.
+        ``min_delay`` (the host's operator policy) is kept like a robots.txt Crawl-delay;
+        ``validators`` (a revisit's, see :mod:`services.fetcher.revisit_validators`) make the
+        request conditional. Every outcome is made by :meth:`_result`, which counts it.
         """
         try:
             parsed = URL(url)
@@ -222,10 +226,10 @@ class FetchCore:
                 try:
                     wire = self._wire
                     if wire is None:
-                        response = await self._http.fetch(url, allow=self._hop_allowed)
+                        response = await self._http.fetch(url, allow=self._hop_allowed, validators=validators)
                     else:
                         async with wire:
-                            response = await self._http.fetch(url, allow=self._hop_allowed)
+                            response = await self._http.fetch(url, allow=self._hop_allowed, validators=validators)
                 except asyncio.CancelledError:
                     slot.cancelled()
                     raise
@@ -240,7 +244,7 @@ class FetchCore:
             return self._result(url, host, "host_parked", None, True, exc.reason)
         except PolitenessTimeoutError as exc:
             return self._result(url, host, "politeness_timeout", None, True, exc.reason)
-        return self._classify(url, host, response)
+        return self._classify(url, host, response, validators)
 
     def _origin(self, parsed: URL) -> str:
         """What origin_of gives for ``parsed``, worked out once per scheme and authority."""
@@ -260,7 +264,8 @@ class FetchCore:
         policy = await self._robots.policy(origin, direct_fetch=self._direct_robots)
         return policy.allowed(hop_url)
 
-    def _classify(self, url: str, host: str, response: HttpResponse) -> FetchAttempt:
+    def _classify(self, url: str, host: str, response: HttpResponse,
+                  validators: Validators | None = None) -> FetchAttempt:
         if response.error:
             code = response.error_code
             if code == ERROR_DISALLOWED_REDIRECT:
@@ -271,20 +276,37 @@ class FetchCore:
                 return self._result(url, host, "network_error", response, True, response.error)
             return self._result(url, host, "http_error", response, False, response.error)
         status = response.status
+        if status == 304:
+            return self._not_modified(url, host, response, validators)
         if not 200 <= status < 300:
             retryable = status >= 500 or status in _RETRYABLE_STATUSES
             return self._result(url, host, "http_error", response, retryable, f"status {status}")
         if not self._http.accepts(response.content_type):
             dropped = dataclasses.replace(response, body=b"", truncated=False)
             return self._result(url, host, "unsupported_type", dropped, False, response.content_type)
+        kept = received_validators(response.headers) if not response.redirect_chain else Validators()
+        if validators and not response.redirect_chain:
+            count("ignored" if validators.same_as(kept) else "changed")
         if response.truncated:
             detail = f"body over {self._http.max_body_bytes} bytes"
-            return self._result(url, host, "too_large", response, False, detail)
-        return self._result(url, host, "ok", response, False, f"status {status}")
+            return self._result(url, host, "too_large", response, False, detail, kept)
+        return self._result(url, host, "ok", response, False, f"status {status}", kept)
+
+    def _not_modified(self, url: str, host: str, response: HttpResponse, sent: Validators | None) -> FetchAttempt:
+        """A 304: the page as captured when the request was conditional, else an HTTP error tried again later."""
+        if not sent or response.redirect_chain:  # validators go with the first request only
+            count("unsolicited_304")
+            return self._result(url, host, "http_error", response, True, "status 304 to an unconditional request")
+        count("not_modified")
+        if declares_body(response.headers):
+            count("304_with_body")
+        fresh = received_validators(response.headers)  # a 304 may update them (RFC 9110 section 15.4.5)
+        kept = Validators(fresh.etag or sent.etag, fresh.last_modified or sent.last_modified)
+        return self._result(url, host, "not_modified", response, False, "status 304", kept)
 
     def _result(
         self, url: str, host: str | None, outcome: Outcome, response: HttpResponse | None, retryable: bool,
-        detail: str,
+        detail: str, validators: Validators | None = None,
     ) -> FetchAttempt:
         """The attempt's outcome, counted in :attr:`outcomes`; ``host`` None: no host to ask (an invalid URL)."""
         self.outcomes[outcome] += 1
@@ -292,7 +314,7 @@ class FetchCore:
         if host is None:
             return FetchAttempt(url, outcome, response, retryable, self._clock.now(), detail)
         next_allowed = self._politeness.next_allowed_at(self._keys.known_key(host))
-        return FetchAttempt(url, outcome, response, retryable, next_allowed, detail)
+        return FetchAttempt(url, outcome, response, retryable, next_allowed, detail, validators)
 
     # Moving hosts between fetchers (see handoff.py) ------------------------------------------
 

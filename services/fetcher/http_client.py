@@ -51,6 +51,7 @@ from services.fetcher.informational_responses import (
     BoundedConnector,
     TooManyInformationalResponses,
 )
+from services.fetcher.revisit_validators import Validators, declares_body
 
 logger = logging.getLogger(__name__)
 
@@ -231,13 +232,16 @@ class HttpFetcher:
         allow: AllowFn | None = None,
         max_redirects: int | None = None,
         accept_all_types: bool = False,
+        validators: Validators | None = None,
     ) -> HttpResponse:
         """GET ``url``, following up to ``max_redirects`` redirects (default: the client's).
 
         ``allow`` is awaited with every redirect target before it is
         requested; when it returns False the fetch stops with error
-        ``disallowed_redirect:<target>``. Never raises for network, protocol
-        or URL problems (exceptions from ``allow`` propagate).
+        ``disallowed_redirect:<target>``. ``validators`` (a revisit's) make the
+        first request conditional (later hops are not: the validators are
+        ``url``'s). Never raises for network, protocol or URL problems
+        (exceptions from ``allow`` propagate).
         """
         session = self._session
         if session is None:
@@ -256,9 +260,11 @@ class HttpFetcher:
         budget = self._total_timeout
         elapsed = 0.0
         loop = asyncio.get_running_loop()
+        conditional = validators if validators else None
         while True:
             started, real_started = self._clock.now(), loop.time()
-            hop_or_error = await self._request(session, current, budget, accept_all_types)
+            hop_or_error = await self._request(session, current, budget, accept_all_types, conditional)
+            conditional = None
             elapsed += self._clock.now() - started
             budget -= loop.time() - real_started
             if isinstance(hop_or_error, str):
@@ -292,8 +298,9 @@ class HttpFetcher:
             current, current_text = target, target_text
 
     async def _request(self, session: aiohttp.ClientSession, url: URL, budget: float,
-                       accept_all: bool) -> HttpResponse | str:
-        """One GET of ``url`` within ``budget`` seconds: its response as :meth:`_read` makes it, or an error code."""
+                       accept_all: bool, conditional: Validators | None = None) -> HttpResponse | str:
+        """One GET of ``url`` within ``budget`` seconds (conditional with ``conditional``'s headers): its response as
+        :meth:`_read` makes it, or an error code."""
         if budget <= 0:
             return ERROR_TIMEOUT
         if session.closed:
@@ -307,8 +314,9 @@ class HttpFetcher:
         sent_at = self._wall_clock() if self._observer is not None else 0.0  # what the archive records
         deadline = self._deadlines.watch(budget)
         try:
-            async with session.get(url, allow_redirects=False, proxy=self._proxy) as response:
-                return await self._read(response, accept_all, sent_at, deadline)
+            headers = conditional.request_headers() if conditional is not None else None
+            async with session.get(url, allow_redirects=False, proxy=self._proxy, headers=headers) as response:
+                return await self._read(response, accept_all, sent_at, deadline, conditional)
         except asyncio.CancelledError:
             if deadline.expired_here(FIRED_TIME):
                 return ERROR_TIMEOUT
@@ -344,7 +352,7 @@ class HttpFetcher:
             deadline.close()
 
     async def _read(self, response: aiohttp.ClientResponse, accept_all: bool, started: float,
-                    deadline: Deadline) -> HttpResponse:
+                    deadline: Deadline, conditional: Validators | None = None) -> HttpResponse:
         """The response of one hop: what :meth:`fetch` returns once it has filled in the URLs, the time and the
         redirect chain (a body error is in ``error``, the status still set: :meth:`fetch` makes it a failure)."""
         received = response.headers
@@ -368,15 +376,17 @@ class HttpFetcher:
             cut = "time" if body.error == ERROR_SLOW_BODY else "length" if body.truncated else ""
         else:
             body = Body(b"", b"", False)
-        if body.truncated or body.error or not response.content.at_eof():
-            response.close()  # drop the connection instead of draining an unread body
+        if body.truncated or body.error or not response.content.at_eof() or (
+                response.status == 304 and declares_body(headers)):
+            response.close()  # drop the connection instead of draining an unread body (a 304's is never read)
         if self._observer is not None:
-            await self._observe(response, started, body.raw, cut)
+            await self._observe(response, started, body.raw, cut, conditional)
         return HttpResponse(url="", final_url="", status=response.status, headers=headers, body=body.decoded,
                             truncated=body.truncated, error=body.error, content_type=content_type,
                             retry_after=retry_after)
 
-    async def _observe(self, response: aiohttp.ClientResponse, started: float, raw: bytes, truncated: str) -> None:
+    async def _observe(self, response: aiohttp.ClientResponse, started: float, raw: bytes, truncated: str,
+                       conditional: Validators | None = None) -> None:
         if self._observer is None:
             return
         info = response.request_info
@@ -396,6 +406,7 @@ class HttpFetcher:
             raw_body=raw,
             truncated=truncated,
             remote_address=remote,
+            revisit_of=conditional.captured_at if conditional is not None else None,
         )
         try:
             await self._observer(exchange)

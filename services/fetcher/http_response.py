@@ -124,6 +124,9 @@ class HttpExchange:
     raw_body: bytes
     truncated: str = ""
     remote_address: str = ""
+    revisit_of: float | None = None
+    """For a conditional request (a revisit): Unix time of the capture its validators came from (0: unknown);
+    None for any other request."""
 
 
 def header_value(headers: Sequence[tuple[str, str]], name: str) -> str | None:

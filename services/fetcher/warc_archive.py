@@ -9,7 +9,10 @@ received, content coding kept; ``WARC-Payload-Digest`` and
 cut) followed by its ``request`` record (``WARC-Concurrent-To`` the response).
 A 200 response whose payload digest was already archived by this process
 becomes a ``revisit`` record (profile identical-payload-digest) pointing at the
-first capture. The transfer coding is removed by the client, so the
+first capture. A 304 to a conditional revisit becomes a ``revisit`` record of
+profile server-not-modified (``WARC-Refers-To-Target-URI`` the URL, and
+``WARC-Refers-To-Date`` the capture the validators came from, when known).
+The transfer coding is removed by the client, so the
 ``Transfer-Encoding`` header is dropped from the archived headers.
 
 warcio builds each record (uncompressed, its length and payload digest given so it does
@@ -54,6 +57,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["WarcArchive", "WarcStats", "payload_digest", "warc_date"]
 
 _DROPPED_HEADERS = frozenset({"transfer-encoding"})
+NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 
 
 def warc_date(timestamp: float) -> str:
@@ -192,7 +196,10 @@ class WarcArchive:
         if exchange.truncated:
             warc_headers["WARC-Truncated"] = exchange.truncated
         first = self._seen.get(digest) if exchange.status == 200 and exchange.raw_body else None
-        if first is not None:
+        if exchange.status == 304 and exchange.revisit_of is not None:
+            record = self._not_modified_record(writer, exchange, http_headers, warc_headers)
+            self.stats.revisits += 1
+        elif first is not None:
             record = writer.create_revisit_record(
                 exchange.url, digest, first[0], first[1], http_headers=http_headers, warc_headers_dict=warc_headers
             )
@@ -211,6 +218,18 @@ class WarcArchive:
         assert self._file is not None
         if self._file.tell() >= self._max_file_bytes:
             self._close_file()
+
+    @staticmethod
+    def _not_modified_record(writer: Any, exchange: HttpExchange, http_headers: StatusAndHeaders,
+                             warc_headers: dict[str, str]) -> Any:
+        """A server-not-modified revisit: the 304's headers, no payload, pointing at the URL's earlier capture."""
+        refers = {"WARC-Profile": NOT_MODIFIED_PROFILE, "WARC-Refers-To-Target-URI": exchange.url}
+        if exchange.revisit_of:
+            refers["WARC-Refers-To-Date"] = warc_date(exchange.revisit_of)
+        return writer.create_warc_record(
+            exchange.url, "revisit", payload=io.BytesIO(b""), length=0, http_headers=http_headers,
+            warc_headers_dict={**warc_headers, **refers},
+        )
 
     @staticmethod
     def _request_record(writer: Any, exchange: HttpExchange, date: str, response_id: str) -> Any:

@@ -36,6 +36,7 @@ from services.fetcher.handoff import Handoff
 from services.fetcher.http_response import HttpResponse
 from services.fetcher.publish_runs import Publish, PublishRuns
 from services.fetcher.result_body import encode_body, was_cut
+from services.fetcher.revisit_validators import Validators
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ FINISHED_BEFORE = Counter(
 
 STATUS = {
     "ok": pb.FETCH_STATUS_OK,
+    "not_modified": pb.FETCH_STATUS_NOT_MODIFIED,
     "http_error": pb.FETCH_STATUS_HTTP_ERROR,
     "network_error": pb.FETCH_STATUS_NETWORK_ERROR,
     "robots_disallowed": pb.FETCH_STATUS_ROBOTS_DISALLOWED,
@@ -165,8 +167,11 @@ class FetchWorker:
         self._finished(request, await self._fetch(request))
 
     async def _fetch(self, request: pb.FetchRequest) -> FetchAttempt:
+        validators = None
+        if request.etag or request.last_modified:  # a revisit of a page captured with validators
+            validators = Validators(request.etag, request.last_modified, request.validated_at_ms / 1000.0)
         with self._in_hand(request.host):
-            return await self._core.fetch(request.url, min_delay=request.min_delay_seconds)
+            return await self._core.fetch(request.url, min_delay=request.min_delay_seconds, validators=validators)
 
     def hand_on(self, record: Record[Any], not_before_ms: int) -> None:
         """Send ``record``'s request again to its partition, for its next owner, stamped with the host's state."""
@@ -188,9 +193,9 @@ class FetchWorker:
         http_status = response.status if response else 0
         fetched_at_ms = int(time.time() * 1000)
         elapsed_ms = int(response.elapsed * 1000) if response else 0
-        error = "" if outcome == "ok" else (attempt.detail or (response.error if response else ""))
+        error = "" if outcome in ("ok", "not_modified") else (attempt.detail or (response.error if response else ""))
         _fetches(outcome, http_status).inc()
-        level = logging.DEBUG if outcome == "ok" else logging.INFO
+        level = logging.DEBUG if outcome in ("ok", "not_modified") else logging.INFO
         if log.isEnabledFor(level):
             log.log(level, "fetch %s: %s", outcome, error[:300] or http_status,
                     extra={"url": request.url, "host": request.host, "http_status": http_status,
@@ -198,11 +203,12 @@ class FetchWorker:
         if response is not None:
             FETCH_SECONDS.observe(response.elapsed)
             FETCH_BYTES.inc(len(response.body))
-            if outcome in ("ok", "too_large", "http_error"):
+            if outcome in ("ok", "too_large", "http_error"):  # a 304 (not_modified) leaves nothing to extract
                 self._producer.send(FETCH_RESULTS, request.host, self.result_message(
                     request, response, status, error, fetched_at_ms, elapsed_ms))
             if self._discoveries is not None and (response.redirect_chain or response.error):
                 self._discoveries.redirects(request.url, request.depth, response)
+        validators = attempt.validators
         self._producer.send(
             FETCH_OUTCOMES,
             request.host,
@@ -220,6 +226,8 @@ class FetchWorker:
                 attempt=request.attempt,
                 body_size=len(response.body) if response else 0,
                 host_next_allowed_at_ms=self._wall_ms(attempt.host_next_allowed_at),
+                etag=validators.etag if validators else "",
+                last_modified=validators.last_modified if validators else "",
             ),
         )
 

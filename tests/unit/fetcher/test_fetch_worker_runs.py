@@ -34,7 +34,7 @@ class Producer:
 
 
 class Core:
-    async def fetch(self, url: str, min_delay: float = 0.0) -> FetchAttempt:
+    async def fetch(self, url: str, min_delay: float = 0.0, validators: object = None) -> FetchAttempt:
         return FetchAttempt(url, "robots_disallowed", None, False, 0.0, "robots.txt disallow")
 
 

@@ -174,3 +174,39 @@ def test_warc_date_is_the_w3c_form_that_indexers_read() -> None:
     assert warc_date(1795765083.214577) == "2026-11-27T07:38:03.214577Z"
     assert warc_date(1795765083.0) == "2026-11-27T07:38:03Z"
     assert iso_date_to_datetime(warc_date(1795765083.214577)).microsecond == 214577
+
+
+async def test_a_304_to_a_revisit_is_a_server_not_modified_revisit_record(serve, make_fetcher, tmp_path: Path) -> None:
+    from services.fetcher.revisit_validators import Validators
+    from services.fetcher.warc_archive import NOT_MODIFIED_PROFILE
+
+    async def page(request: web.Request) -> web.Response:
+        if request.headers.get("If-None-Match") == '"v1"':
+            return web.Response(status=304, headers={"ETag": '"v1"'})
+        return web.Response(status=304, headers={"ETag": '"v1"'})  # wrongly, to an unconditional request too
+
+    app = web.Application()
+    app.router.add_get("/page", page)
+    server = await serve(app)
+    archive = WarcArchive(tmp_path)
+    await archive.start()
+    fetcher = await make_fetcher(observer=archive.submit)
+    captured_at = 1_772_445_600.0  # 2026-03-02T10:00:00Z
+    await fetcher.fetch(server.url("/page"), validators=Validators('"v1"', "", captured_at))
+    await fetcher.fetch(server.url("/page"))
+    await archive.stop()
+    warc = next(tmp_path.glob("*.warc.gz"))
+    with warc.open("rb") as stream:
+        found = [(r.rec_type, r.rec_headers, r.http_headers, r.content_stream().read())
+                 for r in ArchiveIterator(stream)]
+    assert [kind for kind, *_ in found] == ["warcinfo", "revisit", "request", "response", "request"]
+    _, headers, http, payload = found[1]
+    assert headers.get_header("WARC-Profile") == NOT_MODIFIED_PROFILE
+    assert headers.get_header("WARC-Refers-To-Target-URI") == server.url("/page")
+    assert headers.get_header("WARC-Refers-To-Date") == "2026-03-02T10:00:00Z"
+    assert http.get_statuscode() == "304" and http.get_header("ETag") == '"v1"' and payload == b""
+    assert found[2][2].get_header("If-None-Match") == '"v1"'  # the request record shows what was sent
+    assert found[3][1].get_header("WARC-Profile") is None  # the unsolicited 304 is archived as it came
+    check = subprocess.run([sys.executable, "-m", "warcio.cli", "check", "-v", str(warc)],
+                           capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
