@@ -41,6 +41,7 @@ from libs.common.kafka.lag_gauge import LagGauge
 from libs.common.kafka.offsets import PartitionOffsets
 from libs.common.kafka.producer import DeliveryFailed, TopicProducer
 from libs.common.kafka.settings import KafkaSettings
+from libs.common.kafka.topic_admin import admin_client, topic_ids
 from libs.common.topics import Topic
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class Record(Generic[M]):
     timestamp_ms: int
     raw_key: bytes | None
     raw_value: bytes | None
+    incarnation: str = ""  # the topic's id: offsets of one incarnation mean nothing in the next (stored_offsets)
 
 
 BatchHandler = Callable[[list[Record[Any]]], Awaitable[None]]
@@ -144,6 +146,7 @@ class TopicConsumer:
         self.assigned: set[tuple[str, int]] = set()
         self.processed = 0
         self._evicted: str | None = None  # why the group evicted this member, if it did
+        self._incarnations: dict[str, str] = {}  # topic name -> its id when this consumer started
 
     def assigned_partitions(self, topic: Topic) -> set[int]:
         """Partitions of ``topic`` this member owns now."""
@@ -167,6 +170,11 @@ class TopicConsumer:
 
     # lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        # Each record carries its topic's id: a broker that lost its data numbers offsets from 0 again, and a
+        # service that stores the offsets it applied must not take the new ones for old ones. The ids hold
+        # for the process's life (a topic created again ends the service: broker_watch).
+        ids = await asyncio.to_thread(topic_ids, admin_client(self._settings.bootstrap), list(self._topics), 10.0)
+        self._incarnations = {name: topic_id or "" for name, topic_id in ids.items()}
         config = self._settings.consumer_config(self._group_id, f"{self._service}-{id(self):x}", self._assignment,
                                                 self.fetch_wait_ms)
         if self._settings.lag_metrics_interval_ms > 0:
@@ -360,7 +368,8 @@ class TopicConsumer:
                 self._mark_done(name, partition, offset)
                 continue
             ts = msg.timestamp()[1]
-            records.append(Record(topic, partition, offset, key, value, ts, msg.key(), msg.value()))
+            records.append(Record(topic, partition, offset, key, value, ts, msg.key(), msg.value(),
+                                  self._incarnations.get(name, "")))
         return records
 
     def _mark_done(self, topic: str, partition: int, offset: int) -> None:
