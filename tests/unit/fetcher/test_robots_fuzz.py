@@ -35,7 +35,8 @@ _LINE_PIECES = st.sampled_from([
     "\u00e9".encode(), "\ufeff".encode(),
 ])
 _PATHS = st.one_of(
-    st.sampled_from(["/", "/private/", "/private/ok", "/nope/x", "/nope/but-this", "/a.pdf", "/%2F", "/?q=1"]),
+    st.sampled_from(["/", "/private/", "/private/ok", "/nope/x", "/nope/but-this", "/a.pdf", "/%2F", "/?q=1",
+                     "/\udcf0", "/\ud800x", "/%zz%", "/a#b", "/x/../private/", "/?a?b", "/p$", "/*", "/\u30c4 "]),
     st.text(max_size=60).map(lambda s: "/" + s),
 )
 
