@@ -29,7 +29,7 @@ from services.importance.settings import ImportanceSettings
 from services.importance.shard import Shard
 from services.scheduler.priority import crawl_priority
 
-POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "omniscient")
+POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "omniscient", "known_pagerank")
 TOTAL_CASH = 100.0
 
 
@@ -212,6 +212,81 @@ def omniscient(graph: CrawlGraph, rank: np.ndarray) -> Iterator[int]:
                 heapq.heappush(heap, (-float(rank[t]), t))
 
 
+def known_pagerank(graph: CrawlGraph, damping: float = 0.85, refresh: float = 0.05) -> Iterator[int]:
+    """A reference, not a crawler's policy: PageRank over everything the crawl knows, recomputed as it grows.
+
+    The known graph is the crawled pages with their out-links and the discovered pages (no
+    out-links known: their score is spread over all known pages, as PageRank does for a page
+    without links). It is recomputed whenever the crawl grew by ``refresh`` of itself (and at
+    least every 50 pages early on); in between, a page crawled passes ``damping`` times its
+    last computed score over its out-links, so a page discovered since gets a score at once.
+    The discovered page with the highest score goes next: what ranking by link analysis
+    of the crawl's own knowledge, at any cost, would do.
+    """
+    import scipy.sparse as sp
+
+    index: dict[int, int] = {}
+    nodes: list[int] = []
+    crawled: list[int] = []
+    done = bytearray(graph.size)
+    score: dict[int, float] = {}
+
+    def know(node: int) -> None:
+        if node not in index:
+            index[node] = len(nodes)
+            nodes.append(node)
+
+    def recompute() -> None:
+        n = len(nodes)
+        rows, cols, vals = [], [], []
+        degree = np.zeros(n)
+        for node in crawled:
+            targets = graph.out[node]
+            if targets:
+                j = index[node]
+                degree[j] = len(targets)
+                for t in targets:
+                    rows.append(index[t])
+                    cols.append(j)
+                    vals.append(1.0 / len(targets))
+        matrix = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        dangling = degree == 0
+        rank = np.full(n, 1.0 / n)
+        for _ in range(100):
+            new = damping * (matrix @ rank) + (1.0 - damping + damping * rank[dangling].sum()) / n
+            change = float(np.abs(new - rank).sum())
+            rank = new
+            if change < 1e-9:
+                break
+        for node, i in index.items():
+            score[node] = float(rank[i])
+
+    heap: list[tuple[float, int]] = []
+    for s in graph.seeds:
+        know(s)
+        score[s] = 1.0
+        heapq.heappush(heap, (-1.0, s))
+    next_refresh = 1
+    while heap:
+        value, best = heapq.heappop(heap)
+        if done[best] or -value != score[best]:
+            continue
+        done[best] = 1
+        crawled.append(best)
+        yield best
+        targets = graph.out[best]
+        for t in targets:
+            know(t)
+            if not done[t]:
+                score[t] = score.get(t, 0.0) + damping * score[best] / len(targets)
+                heapq.heappush(heap, (-score[t], t))
+        if len(crawled) >= next_refresh:
+            recompute()
+            heap = [(-score[node], node) for node in nodes if not done[node]]
+            heapq.heapify(heap)
+            next_refresh = len(crawled) + max(1, min(50, int(refresh * len(crawled))))
+
+
 def policy_order(name: str, graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings,
                  partitions: int, seed: int) -> tuple[Iterator[int], ImportanceCrawl | None]:
     """The crawl order of policy ``name`` and, for the OPIC family, its importance state."""
@@ -227,4 +302,6 @@ def policy_order(name: str, graph: CrawlGraph, rank: np.ndarray, settings: Impor
         return random_order(graph, seed), None
     if name == "omniscient":
         return omniscient(graph, rank), None
+    if name == "known_pagerank":
+        return known_pagerank(graph), None
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")

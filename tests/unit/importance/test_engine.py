@@ -121,15 +121,16 @@ def test_home_and_index_pages_get_dividends_by_weight_and_site_size() -> None:
     home = e.add(1, "a.example", UrlKind.HOME, "http://a.example/")
     section = e.add(2, "a.example", UrlKind.INDEX, "http://a.example/news/")
     page = e.add(3, "a.example", UrlKind.PAGE)
-    # a.example doubled from 1 to 2 known URLs, so its home and index pages were weighed again at size 2;
-    # at size 3 they keep that weight until the site doubles again
-    assert (e.weight[home], e.weight[section], e.weight[page]) == (16.0, 4.0, 1.0)
+    # the home page alone weighed 0 (no other page of its site known); a.example doubled from 1 to 2 known URLs,
+    # so its home and index pages were weighed again at size 2 (one other page each); at size 3 they keep that
+    # weight until the site doubles again
+    assert (e.weight[home], e.weight[section], e.weight[page]) == (8.0, 2.0, 1.0)
     e.distribute()
-    assert e.effective_cash(home) == pytest.approx(100 * 16 / 21)
-    assert e.effective_cash(page) == pytest.approx(100 / 21)
-    e.add(4, "a.example", UrlKind.PAGE)  # size 4: weighed again, already paid dividends kept
-    assert e.weight[home] == 32.0
-    assert e.effective_cash(home) == pytest.approx(100 * 16 / 21)
+    assert e.effective_cash(home) == pytest.approx(100 * 8 / 11)
+    assert e.effective_cash(page) == pytest.approx(100 / 11)
+    e.add(4, "a.example", UrlKind.PAGE)  # size 4: weighed again (three other pages), already paid dividends kept
+    assert e.weight[home] == 24.0
+    assert e.effective_cash(home) == pytest.approx(100 * 8 / 11)
     assert_conserved(e)
 
 
