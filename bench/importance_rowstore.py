@@ -18,10 +18,9 @@ from libs.common.followed_links import followed
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import IMPORTANCE_UPDATES
+from libs.common.url_keys import normalized_fingerprint, normalized_host
 from libs.common.urls import normalize_url
 from libs.common.wire import messages as pb
-from services.importance.discovery import url_host_of_normalized
-from services.importance.keys import fingerprint
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rowstore_pages (
@@ -63,7 +62,7 @@ class RowStoreHandler:
         for record in records:
             msg: pb.PageLinks = record.value
             url = normalize_url(msg.url)
-            fp = fingerprint(url)
+            fp = normalized_fingerprint(url)
             keys, urls = followed(msg, fp, True)
             visits.append((fp, url, keys, urls, msg.fetched_at_ms / 1000.0))
         async with self._db.transaction() as conn:
@@ -81,7 +80,7 @@ class RowStoreHandler:
                 nonlocal uncrawled
                 row = rows.get(fp)
                 if row is None:
-                    row = rows[fp] = Row(fp, url, url_host_of_normalized(url), mark=dividend)
+                    row = rows[fp] = Row(fp, url, normalized_host(url), mark=dividend)
                     uncrawled += 1
                 touched[fp] = row
                 return row

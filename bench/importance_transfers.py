@@ -61,17 +61,17 @@ from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.followed_links import fill_followed, followed
 from libs.common.kafka.consumer import Record
+from libs.common.kafka.partitioner import fingerprint_partitions
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES, PAGE_LINKS
+from libs.common.url_keys import UrlKind, key_text, normalized_fingerprint
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalBroker, LocalPostgres, create_topics, free_port
 from libs.simweb.webgraph import build_web_graph, web_like_config
 from services.importance.cash_store import CashStore
-from services.importance.discovery import UrlKind
 from services.importance.engine import OpicEngine
 from services.importance.handler import ImportanceHandler
-from services.importance.keys import fingerprint, key_text, owners
 from services.importance.owned_partitions import OwnedPartitions
 from services.importance.settings import ImportanceSettings
 from services.importance.state_codec import encode_snapshot
@@ -110,7 +110,7 @@ def build_workload(pages: int, seed: int, followed_lists: bool = True) -> Worklo
     offsets = [0] * PARTITIONS
     records = []
     transfers = 0
-    page_owner = owners([fingerprint(graph.urls[n]) for n in order], PARTITIONS)
+    page_owner = fingerprint_partitions([normalized_fingerprint(graph.urls[n]) for n in order], PARTITIONS)
     for node, part in zip(order, page_owner, strict=True):
         url = graph.urls[node]
         host = url.split("/")[2]
@@ -120,8 +120,8 @@ def build_workload(pages: int, seed: int, followed_lists: bool = True) -> Worklo
         msg = pb.PageLinks(url=url, host=host, fetched_at_ms=FETCHED_AT_MS + node, links=links)
         if followed_lists:
             fill_followed(msg)  # as the extractor sends them
-        transfers += len(followed(msg, fingerprint(url), True)[0])
-        records.append((part, offsets[part], key_text(fingerprint(url)), msg.SerializeToString()))
+        transfers += len(followed(msg, normalized_fingerprint(url), True)[0])
+        records.append((part, offsets[part], key_text(normalized_fingerprint(url)), msg.SerializeToString()))
         offsets[part] += 1
     return Workload(records, transfers, len(order))
 
@@ -342,19 +342,20 @@ def memory_per_url(count: int) -> dict[str, float]:
     tracemalloc.start()
     engine = OpicEngine(ImportanceSettings().opic_config(PARTITIONS), 100.0)
     for i in range(count):
-        engine.add(fingerprint(url(i)), hosts[i % len(hosts)], UrlKind.HOME if i < len(hosts) else UrlKind.PAGE, url(i))
+        kind = UrlKind.HOME if i < len(hosts) else UrlKind.PAGE
+        engine.add(normalized_fingerprint(url(i)), hosts[i % len(hosts)], kind, url(i))
     engine_bytes = tracemalloc.get_traced_memory()[0]
     crawled = range(0, count, 10)
     for s in crawled:
         targets = [engine.keys[(s + 7919 * k) % count] for k in range(1, KEPT_LINKS + 1)]
-        engine.keep_links(s, targets, owners(targets, PARTITIONS))
+        engine.keep_links(s, targets, fingerprint_partitions(targets, PARTITIONS))
     links_bytes = tracemalloc.get_traced_memory()[0] - engine_bytes
     tracemalloc.stop()
     snapshot_bytes = sum(len(c) for c in encode_snapshot(engine))
     del engine
     gc.collect()
     tracemalloc.start()
-    objects = {fingerprint(url(i)): PageObject(0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0, i % len(hosts), 2)
+    objects = {normalized_fingerprint(url(i)): PageObject(0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0, i % len(hosts), 2)
                for i in range(count)}
     object_bytes = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()

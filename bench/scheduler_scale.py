@@ -74,7 +74,7 @@ from libs.common.kafka.codec import encode_key
 from libs.common.kafka.partitioner import partition_for
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import ALL_TOPICS, FETCH_OUTCOMES, FETCH_REQUESTS
-from libs.common.urls import normalized_fingerprint
+from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalBroker, LocalPostgres, create_database, create_topics, drop_database, free_port
 from services.scheduler.frontier_store import FrontierStore

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cli.eval.ordering_graph import CrawlGraph
+from libs.common.kafka.partitioner import fingerprint_partitions
+from libs.common.url_keys import normalized_fingerprint
 from services.importance.discovery import UNIFORM
 from services.importance.engine import OpicConfig, OpicEngine
-from services.importance.keys import fingerprint, owners
 from services.importance.settings import ImportanceSettings
 from services.importance.shard import Shard
 from services.scheduler.priority import crawl_priority
@@ -53,9 +54,9 @@ class ImportanceCrawl:
     owner: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.keys = [fingerprint(label) for label in self.graph.labels]
+        self.keys = [normalized_fingerprint(label) for label in self.graph.labels]
         self.node_of = {k: i for i, k in enumerate(self.keys)}
-        self.owner = owners(self.keys, self.partitions)
+        self.owner = fingerprint_partitions(self.keys, self.partitions)
         self.shards = [Shard(p, OpicEngine(self.config, TOTAL_CASH / self.partitions)) for p in range(self.partitions)]
         seeds = self.graph.seeds
         for s in seeds:

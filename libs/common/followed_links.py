@@ -12,17 +12,8 @@ existed) is read from ``links`` by the same rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import mmh3
-
+from libs.common.url_keys import normalized_fingerprint, normalized_fingerprints
 from libs.common.wire import messages as pb
-
-
-def normalized_url_fingerprints(normalized_urls: Sequence[str]) -> list[int]:
-    """``url_fingerprint`` of URLs that are normalised already (the hash alone, no parsing)."""
-    hash64 = mmh3.hash64
-    return [hash64(url.encode("utf-8"), 0, True, True)[0] for url in normalized_urls]
 
 
 def _from_links(msg: pb.PageLinks) -> tuple[list[int], list[str], list[bool]]:
@@ -35,12 +26,12 @@ def _from_links(msg: pb.PageLinks) -> tuple[list[int], list[str], list[bool]]:
         if link.url and not link.nofollow and link.link_class != bad:
             urls.append(link.url)
             externals.append(link.link_class == external)
-    page_fp = normalized_url_fingerprints([msg.url])[0]
+    page_fp = normalized_fingerprint(msg.url)
     fps: list[int] = []
     kept_urls: list[str] = []
     kept_external: list[bool] = []
     seen = {page_fp}
-    for fp, url, ext in zip(normalized_url_fingerprints(urls), urls, externals, strict=True):
+    for fp, url, ext in zip(normalized_fingerprints(urls), urls, externals, strict=True):
         if fp not in seen:
             seen.add(fp)
             fps.append(fp)

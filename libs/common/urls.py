@@ -1,4 +1,4 @@
-"""URL normalisation, host keys and URL fingerprints shared by every service.
+"""URL normalisation shared by every service (what identifies a normalised URL: ``libs.common.url_keys``).
 
 Every URL that enters the system (seeds, extracted links, redirect targets,
 sitemap entries) goes through :func:`normalize_url`, so that two spellings of
@@ -54,9 +54,9 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import idna
-import mmh3
 
 from libs.common.settings import setting
+from libs.common.url_keys import key_text, normalized_fingerprint, normalized_host
 
 logger = logging.getLogger(__name__)
 
@@ -65,10 +65,11 @@ __all__ = [
     "InvalidUrl",
     "UrlPolicy",
     "UrlSettings",
+    "host_if_normal",
     "install_policy",
     "installed_policy",
+    "normal_form",
     "normalize_url",
-    "normalized_host",
     "registered_domain",
     "url_fingerprint",
     "url_host",
@@ -515,14 +516,50 @@ def normalize_url(url: str, base: str | None = None, policy: UrlPolicy | None = 
     return result
 
 
-def normalized_host(normalized: str) -> str:
-    """The host of a URL that :func:`normalize_url` returned (IPv6 without brackets), without
-    normalising it again."""
-    authority = normalized.split("://", 1)[1].split("/", 1)[0]
-    hostport = authority.rpartition("@")[2]
-    if hostport.startswith("["):
-        return hostport[1 : hostport.index("]")]
-    return hostport.partition(":")[0]
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+# URLs this matches are already in normal form (normalize_url returns them unchanged; a
+# property test checks it): http(s), a lower-case DNS host of letters, digits and hyphens
+# ending in an alphabetic top-level label (not an IPv4 address), no port, no user, a path of
+# unreserved and sub-delimiter characters only (no escapes, no ";" parameters), no query.
+# (The path is "/" then those characters or "/": one character class, no repeated group to backtrack into.)
+_ALREADY_NORMAL = re.compile(rf"https?://((?:{_LABEL}\.)+[a-z]{{2,63}})/[A-Za-z0-9._~!$&'()*+,=:@/-]*")
+
+
+def _has_dot_segment(path: str) -> bool:
+    """Whether a path has a "." or ".." segment (normalising would remove it)."""
+    if "/." not in path:
+        return False
+    return any(segment in (".", "..") for segment in path.split("/"))
+
+
+def host_if_normal(url: str) -> str | None:
+    """The host of ``url`` when it is visibly in normal form already (normalising changes nothing), else None.
+
+    A check, not a normalisation: a URL it answers None for may be in normal form too.
+    """
+    match = _ALREADY_NORMAL.fullmatch(url)
+    if match is None:
+        return None
+    policy = _process_policy  # its strip list and query sorting only touch what the pattern excludes
+    host = match.group(1)
+    if (
+        len(url) <= policy.max_length
+        and url[: url.index(":")] in policy.allowed_schemes
+        and len(host) <= 253
+        and "xn--" not in host
+        and not _has_dot_segment(url[match.end(1) :])
+    ):
+        return host
+    return None
+
+
+def normal_form(url: str) -> str:
+    """``normalize_url(url)``, skipping the work for a URL that is visibly in normal form already.
+
+    Links arrive normalised by the extractor (the proto's contract), so most take the short
+    path; anything else (escapes, a query, a port, an IDN, dot segments, ...) is normalised.
+    """
+    return url if host_if_normal(url) is not None else normalize_url(url)
 
 
 def url_host(url: str) -> str:
@@ -534,25 +571,13 @@ def url_host(url: str) -> str:
 
 
 def url_fingerprint(url: str) -> int:
-    """Signed 64-bit fingerprint of the normalised URL (first half of MurmurHash3 x64 128)."""
+    """Signed 64-bit fingerprint of the normalised URL (:func:`~libs.common.url_keys.normalized_fingerprint`)."""
     return normalized_fingerprint(normalize_url(url))
-
-
-def normalized_fingerprint(normalized: str) -> int:
-    """:func:`url_fingerprint` of a URL already in normal form (no second normalisation)."""
-    first: int = mmh3.hash64(normalized.encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
-    return first
 
 
 def url_key(url: str) -> str:
     """The URL fingerprint as 16 lowercase hex digits (unsigned): the Kafka key of URL-keyed topics."""
-    return f"{url_fingerprint(url) & 0xFFFFFFFFFFFFFFFF:016x}"
-
-
-def key_fingerprint(key: str) -> int:
-    """The signed URL fingerprint a :func:`url_key` spells (no normalisation, no hashing)."""
-    value = int(key, 16)
-    return value - (1 << 64) if value >= 1 << 63 else value
+    return key_text(url_fingerprint(url))
 
 
 @functools.lru_cache(maxsize=1)

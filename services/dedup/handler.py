@@ -21,7 +21,8 @@ from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS
-from libs.common.urls import InvalidUrl, key_fingerprint, url_key
+from libs.common.url_keys import key_fingerprint
+from libs.common.urls import InvalidUrl, url_key
 from libs.common.wire import messages as pb
 from services.dedup.index import Claim, FingerprintIndex
 from services.dedup.judge import DuplicateJudge

@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from libs.common.url_keys import normalized_host
 from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, normalize_url, registered_domain
 from services.extractor.html_tree import parse_html
 from services.extractor.link_text import LinkText
@@ -369,9 +370,5 @@ def _try_normalize(href: str, base: str, options: LinkOptions) -> str | None:
 
 def _domain_of(url: str) -> str:
     """Registered domain of a normalised URL's host ("" when there is none)."""
-    if "://" not in url:
-        return ""
-    authority = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0]
-    hostport = authority.rpartition("@")[2]
-    host = hostport[: hostport.index("]") + 1] if hostport.startswith("[") else hostport.partition(":")[0]
+    host = normalized_host(url)
     return registered_domain(host) if host else ""

@@ -23,7 +23,8 @@ from typing import Any
 from libs.common.errors import PoisonMessage
 from libs.common.followed_links import fill_followed
 from libs.common.settings import load_settings
-from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, UrlSettings, normalize_url, normalized_host
+from libs.common.url_keys import normalized_host
+from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, UrlSettings, normalize_url
 from libs.common.wire import messages as pb
 from services.extractor.charset import decode_html, looks_binary
 from services.extractor.content import PageContent, content_fingerprint, content_from_tree

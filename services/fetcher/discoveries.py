@@ -23,7 +23,8 @@ from prometheus_client import Counter
 
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DISCOVERED_URLS
-from libs.common.urls import InvalidUrl, normalize_url, normalized_host
+from libs.common.url_keys import normalized_host
+from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
 from services.fetcher.http_response import ERROR_DISALLOWED_REDIRECT, HttpResponse
 

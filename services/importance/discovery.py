@@ -25,41 +25,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import IntEnum
 
-
-class UrlKind(IntEnum):
-    HOME = 0
-    INDEX = 1
-    PAGE = 2
-
-
-def url_kind(url: str) -> UrlKind:
-    """The kind of a normalised absolute URL (no fragment); anything else is a page."""
-    scheme_end = url.find("://")
-    if scheme_end < 0:
-        return UrlKind.PAGE
-    slash = url.find("/", scheme_end + 3)
-    if slash < 0:
-        return UrlKind.HOME
-    if "?" in url:
-        return UrlKind.PAGE
-    if slash == len(url) - 1:
-        return UrlKind.HOME
-    return UrlKind.INDEX if url.endswith("/") else UrlKind.PAGE
-
-
-def url_host_of_normalized(url: str) -> str:
-    """The host of a normalised absolute URL, without parsing it again (links arrive normalised)."""
-    start = url.find("://")
-    if start < 0:
-        return ""
-    rest = url[start + 3 :]
-    authority = rest.split("/", 1)[0].split("?", 1)[0]
-    hostport = authority.rpartition("@")[2]
-    if hostport.startswith("["):
-        return hostport[1 : hostport.find("]")]
-    return hostport.partition(":")[0]
+from libs.common.url_keys import UrlKind
 
 
 @dataclass(frozen=True)

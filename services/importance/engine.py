@@ -47,7 +47,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from services.importance.discovery import DiscoveryWeights, UrlKind
+from libs.common.url_keys import UrlKind
+from services.importance.discovery import DiscoveryWeights
 
 CRAWLED = 0x10
 KIND_MASK = 0x0F

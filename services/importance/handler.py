@@ -30,10 +30,11 @@ from libs.common.collector import collector_paused
 from libs.common.errors import PoisonMessage
 from libs.common.followed_links import followed
 from libs.common.kafka.consumer import Record
+from libs.common.kafka.partitioner import fingerprint_partitions
 from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
+from libs.common.url_keys import key_text, normalized_fingerprint
 from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
-from services.importance.keys import fingerprint, key_text, owners
 from services.importance.owned_partitions import OwnedPartitions, PartitionState
 from services.importance.transfers import accept, transfer_lists
 
@@ -48,14 +49,14 @@ def page_key(raw: str, record_key: str) -> tuple[str, int]:
     The extractor keys page links by the fingerprint of the normalised URL, so when the URL as
     sent hashes to the record's key it is normalised already and is not parsed again.
     """
-    fp = fingerprint(raw)
+    fp = normalized_fingerprint(raw)
     if key_text(fp) == record_key:
         return raw, fp
     try:
         url = normalize_url(raw)
     except InvalidUrl as exc:
         raise PoisonMessage(f"page links for invalid URL {raw[:200]!r}: {exc.reason}") from exc
-    return url, fingerprint(url)
+    return url, normalized_fingerprint(url)
 
 
 class ImportanceHandler:
@@ -85,7 +86,7 @@ class ImportanceHandler:
                 plan.append((record, (fp, url, keys, urls)))
             elif record.topic is CASH_TRANSFERS:
                 plan.append((record, None))
-        parts = owners([k for _, v in plan if v is not None for k in v[2]], owned.partitions)
+        parts = fingerprint_partitions([k for _, v in plan if v is not None for k in v[2]], owned.partitions)
         at_part = 0
         touched: dict[int, PartitionState] = {}
         try:

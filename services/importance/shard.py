@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from prometheus_client import Counter
 
-from services.importance.discovery import UrlKind, url_host_of_normalized, url_kind
+from libs.common.url_keys import UrlKind, normalized_host, url_kind
 from services.importance.engine import CRAWLED, KIND_MASK, OpicEngine
 
 REPLAYS = Counter("trawl_importance_replays_total", "Crawled pages replayed: cash passed on over kept out-links.")
@@ -92,7 +92,7 @@ class Shard:
         """The slot of the page, added (discovered) if new."""
         s = self.engine.slots.get(key)
         if s is None:
-            s = self.engine.add(key, url_host_of_normalized(url), url_kind(url), url)
+            s = self.engine.add(key, normalized_host(url), url_kind(url), url)
         return s
 
     def visit(self, key: int, url: str, target_keys: Sequence[int], target_urls: Sequence[str], owners: Sequence[int],
@@ -202,7 +202,7 @@ class Shard:
                         UNKNOWN_TARGETS.inc()
                         virtual += share
                         continue
-                    st = engine.add(tkey, url_host_of_normalized(turl), url_kind(turl), turl)
+                    st = engine.add(tkey, normalized_host(turl), url_kind(turl), turl)
                 balances[st] += share
                 dirty.add(st)
                 if changed is not None:
@@ -246,7 +246,7 @@ class Shard:
                     url = urls[i]
                     if not url:  # a replayed share for a page this partition does not know: kept, not announced
                         UNKNOWN_TARGETS.inc()
-                    s = engine.add(key, url_host_of_normalized(url), url_kind(url), url)
+                    s = engine.add(key, normalized_host(url), url_kind(url), url)
                 slots[i] = s
                 start = i
         for s, amount in zip(slots[start:], amount_list[start:], strict=True):

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from services.importance.discovery import UrlKind
+from libs.common.url_keys import UrlKind
 from services.importance.engine import CRAWLED, KIND_MASK, OpicEngine, Totals
 
 MAGIC = b"OPC2"

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from libs.common.url_keys import key_text
 from libs.common.wire import messages as pb
 from services.importance.cash_store import OutboxRow
-from services.importance.keys import key_text
 from services.importance.shard import Outgoing
 from services.importance.updates import varint
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from libs.common.url_keys import trap_path_key
 from services.linkbase.batch import LinkbaseBatch
-from services.linkbase.rows import path_key
 
 Conn = AsyncConnection[Any]
 
@@ -125,7 +125,7 @@ async def write_verdicts(conn: Conn, batch: LinkbaseBatch) -> None:
     judged: Counter[tuple[int, str]] = Counter()
     duplicates: Counter[tuple[int, str]] = Counter()
     for host_id, url, before, after in await cur.fetchall():
-        key = (host_id, path_key(url))
+        key = (host_id, trap_path_key(url))
         judged[key] += before is None
         duplicates[key] += (after != 0) - (before is not None and before != 0)
     keys = sorted(set(judged) | set(duplicates))

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from libs.common.db.pool import Database
+from libs.common.url_keys import trap_path_key
 from libs.common.wire import linkbase as lb_pb
 from libs.common.wire import messages as pb
-from services.linkbase.rows import UrlRef, path_key
+from services.linkbase.rows import UrlRef
 
 # Counting a hub's in-links exactly would scan millions of index entries: count up to this.
 IN_LINK_COUNT_CAP = 1_000_000
@@ -117,7 +118,7 @@ class GraphReader:
             duplicate_kind=_DUPLICATE_KINDS.get(dup_state, pb.DUPLICATE_KIND_UNSPECIFIED),
             similarity=similarity or 0.0,
             discovered_from=source or "",
-            path_key=path_key(url),
+            path_key=trap_path_key(url),
         )
 
     async def known(self, ref: UrlRef) -> str | None:

@@ -19,14 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from urllib.parse import urlsplit
 
 from libs.common import metrics
 from libs.common.db.pool import Database
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DISCOVERED_URLS
+from libs.common.url_keys import normalized_host, trap_path_key
 from libs.common.wire import messages as pb
-from services.linkbase.rows import path_key
 from services.linkbase.trap_signal import TrapPolicy, path_penalties
 
 log = logging.getLogger(__name__)
@@ -119,10 +118,10 @@ class DiscoveryPublisher:
             rows = await cur.fetchall()
             if not rows:
                 return 0
-            paths = {row[1]: (row[0], path_key(row[2])) for row in rows}
+            paths = {row[1]: (row[0], trap_path_key(row[2])) for row in rows}
             penalties = await path_penalties(conn, self._traps, paths.values())
             for _host_id, fp, url, host, depth, source, first_seen_ms, seed in rows:
-                host = host or urlsplit(url).hostname or ""
+                host = host or normalized_host(url)
                 message = pb.DiscoveredUrl(
                     url=url,
                     host=host,

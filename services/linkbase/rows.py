@@ -9,16 +9,15 @@ recorded at all (no URL, or a page URL that is not crawlable) raises
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
 import mmh3
 
 from libs.common.errors import PoisonMessage
-from libs.common.urls import InvalidUrl, installed_policy, normalize_url
+from libs.common.url_keys import UrlKind, normalized_fingerprint, normalized_host, url_kind
+from libs.common.urls import InvalidUrl, host_if_normal, normalize_url
 from libs.common.wire import messages as pb
 
 ANCHOR_LIMIT = 500
@@ -40,29 +39,14 @@ def clean_text(text: str, limit: int) -> str:
 
 @functools.lru_cache(maxsize=65_536)
 def host_id(host: str) -> int:
-    """Signed 64-bit fingerprint of a normalised host name: the primary key of ``hosts``."""
-    value: int = mmh3.hash64(host.encode("utf-8"), 0, True, True)[0]
-    return value
+    """Signed 64-bit fingerprint of a normalised host name (hashed as a URL is): the primary key of ``hosts``."""
+    return normalized_fingerprint(host)
 
 
 def text_hash(text: str) -> int:
     """Signed 64-bit hash of an arbitrary string (the key of a bad link's href)."""
     value: int = mmh3.hash64(text.encode("utf-8", "surrogatepass"), 0, True, True)[0]
     return value
-
-
-def path_key(url: str) -> str:
-    """Host plus first path segment, the unit of trap signals (seed 004's "path").
-
-    ``/news/2024/x.html`` is under ``a.test/news``. A page directly under the root is under
-    ``a.test/``, except a dynamic one (with a query: ``/calendar.php?m=3``), which is its own
-    path ``a.test/calendar.php``, since endless query variants are the classic trap.
-    """
-    parts = urlsplit(url)
-    rest = parts.path.lstrip("/")
-    first, slash, _tail = rest.partition("/")
-    segment = first if slash or parts.query else ""
-    return f"{parts.hostname or ''}/{segment}"
 
 
 class UrlRef(NamedTuple):
@@ -81,78 +65,23 @@ class UrlRef(NamedTuple):
 
     @property
     def is_home_page(self) -> bool:
-        parts = urlsplit(self.url)
-        return parts.path == "/" and not parts.query
-
-
-_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-# URLs this matches are already in normal form (normalize_url returns them unchanged; a
-# property test checks it): http(s), a lower-case DNS host of letters, digits and hyphens
-# ending in an alphabetic top-level label (not an IPv4 address), no port, no user, a path of
-# unreserved and sub-delimiter characters only (no escapes, no ";" parameters), no query.
-# (The path is "/" then those characters or "/": one character class, no repeated group to backtrack into.)
-_ALREADY_NORMAL = re.compile(rf"https?://((?:{_LABEL}\.)+[a-z]{{2,63}})/[A-Za-z0-9._~!$&'()*+,=:@/-]*")
-
-
-def _has_dot_segment(path: str) -> bool:
-    """Whether a path has a "." or ".." segment (normalising would remove it)."""
-    if "/." not in path:
-        return False
-    return any(segment in (".", "..") for segment in path.split("/"))
-
-
-def _host_if_normal(url: str) -> str | None:
-    """The host of ``url`` when it is visibly in normal form already (normalising changes nothing), else None."""
-    match = _ALREADY_NORMAL.fullmatch(url)
-    if match is None:
-        return None
-    policy = installed_policy()  # its strip list and query sorting only touch what the pattern excludes
-    host = match.group(1)
-    if (
-        len(url) <= policy.max_length
-        and url[: url.index(":")] in policy.allowed_schemes
-        and len(host) <= 253
-        and "xn--" not in host
-        and not _has_dot_segment(url[match.end(1) :])
-    ):
-        return host
-    return None
-
-
-def normal_form(url: str) -> str:
-    """``normalize_url(url)``, skipping the work for a URL that is visibly in normal form already.
-
-    Links arrive normalised by the extractor (the proto's contract), so most take the short
-    path; anything else (escapes, a query, a port, an IDN, dot segments, ...) is normalised.
-    """
-    return url if _host_if_normal(url) is not None else normalize_url(url)
-
-
-def _host_of(normalized: str) -> str:
-    """The host of a URL in normal form, as ``urlsplit(...).hostname`` gives it (no port, no brackets)."""
-    authority = normalized.partition("://")[2]
-    for stop in "/?#":
-        authority = authority.partition(stop)[0]
-    authority = authority.rpartition("@")[2]
-    if authority.startswith("["):
-        return authority[1 : authority.find("]")]
-    return authority.partition(":")[0]
+        return url_kind(self.url) == UrlKind.HOME
 
 
 @functools.lru_cache(maxsize=200_000)
 def resolve(url: str) -> UrlRef:
     """Normalises ``url`` (raising InvalidUrl); cached, since navigation links repeat on every page.
 
-    The URL is normalised once: its fingerprint is :func:`~libs.common.urls.url_fingerprint`'s
-    hash taken of the normal form directly (``url_fingerprint`` would normalise it again).
+    The URL is normalised once (not at all when it is visibly in normal form already), and its
+    fingerprint and host are read off the normal form.
     """
-    host = _host_if_normal(url)
+    host = host_if_normal(url)
     if host is None:
         normalized = normalize_url(url)
-        host = _host_of(normalized)
+        host = normalized_host(normalized)
     else:
         normalized = url
-    fp: int = mmh3.hash64(normalized.encode("utf-8"), seed=0, x64arch=True, signed=True)[0]
+    fp = normalized_fingerprint(normalized)
     hid = host_id(host)
     return UrlRef(fp, normalized, host, hid, (hid, fp))
 

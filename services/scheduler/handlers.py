@@ -9,7 +9,8 @@ from typing import Any
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDATES, PAGE_LINK_COUNTS
-from libs.common.urls import InvalidUrl, normalize_url, normalized_fingerprint, normalized_host
+from libs.common.url_keys import normalized_fingerprint, normalized_host
+from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
 from services.scheduler.priority import crawl_priority

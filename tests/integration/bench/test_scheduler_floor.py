@@ -15,7 +15,7 @@ from bench.scheduler_scale import serve_fetcher
 from libs.common.db.migrations import apply_migrations
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import ALL_TOPICS
-from libs.common.urls import normalized_fingerprint
+from libs.common.url_keys import normalized_fingerprint
 from libs.localinfra import create_topics
 
 URLS, IN_FLIGHT, ANSWERED = 400, 60, 250

@@ -15,12 +15,13 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from libs.common.db.pool import Database
 from libs.common.followed_links import fill_followed
 from libs.common.kafka.consumer import Record
+from libs.common.kafka.partitioner import fingerprint_partition
 from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
+from libs.common.url_keys import key_text, normalized_fingerprint
 from libs.common.wire import messages as pb
 from libs.simweb.webgraph import build_web_graph, web_like_config
 from services.importance.cash_store import CashStore
 from services.importance.engine import OpicEngine
-from services.importance.keys import fingerprint, key_text, owner
 from services.importance.settings import ImportanceSettings
 
 MIGRATIONS = Path("services/importance/migrations")
@@ -51,7 +52,7 @@ def page_links(node: int, fetched_at_ms: int = 1_700_000_000_000) -> pb.PageLink
 
 
 def partition_of(url: str) -> int:
-    return owner(fingerprint(url), PARTITIONS)
+    return fingerprint_partition(normalized_fingerprint(url), PARTITIONS)
 
 
 def crawl_order() -> list[int]:
@@ -78,7 +79,7 @@ class PageLinksFeed:
         for node in nodes:
             msg = page_links(node)
             p = partition_of(msg.url)
-            out.append(Record(PAGE_LINKS, p, self.next_offset[p], key_text(fingerprint(msg.url)), msg,
+            out.append(Record(PAGE_LINKS, p, self.next_offset[p], key_text(normalized_fingerprint(msg.url)), msg,
                               msg.fetched_at_ms, None, None))
             self.next_offset[p] += 1
         self.sent += out

@@ -17,9 +17,9 @@ from cli.stack.processes import ServiceProcess
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.topics import CASH_TRANSFERS, DEAD_LETTERS, IMPORTANCE_UPDATES, PAGE_LINKS
+from libs.common.url_keys import key_text, normalized_fingerprint
 from libs.localinfra import create_topics
 from libs.localinfra.ports import free_port
-from services.importance.keys import fingerprint, key_text
 from tests.integration.importance.importance_web import PARTITIONS, TOTAL, WEB, audit, crawl_order, page_links
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -36,7 +36,7 @@ def produce(bootstrap: str, topic: str, nodes: list[int]) -> dict[int, int]:
 
     for node in nodes:
         msg = page_links(node)
-        producer.produce(topic, key=key_text(fingerprint(msg.url)).encode(), value=msg.SerializeToString(),
+        producer.produce(topic, key=key_text(normalized_fingerprint(msg.url)).encode(), value=msg.SerializeToString(),
                          on_delivery=delivered)
     assert producer.flush(30) == 0
     return counts

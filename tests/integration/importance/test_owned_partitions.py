@@ -19,16 +19,16 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.kafka.consumer import Record
+from libs.common.kafka.partitioner import fingerprint_partition
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES
+from libs.common.url_keys import UrlKind, normalized_fingerprint, url_kind
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
 from services.importance.cash_store import CONSERVATION_SQL, CashStore, Fenced
-from services.importance.discovery import UrlKind, url_kind
 from services.importance.engine import OpicEngine
 from services.importance.handler import ImportanceHandler
-from services.importance.keys import fingerprint, owner
 from services.importance.owned_partitions import OwnedPartitions
 from services.importance.shard import REPLAYS
 from tests.integration.importance.importance_web import (
@@ -228,12 +228,12 @@ async def test_importance_updates_carry_each_touched_pages_cash_keyed_by_host(en
     engines: dict[int, OpicEngine] = {}
     for url, (key, update) in latest.items():
         assert key == update.host == url.split("/")[2]
-        p = owner(fingerprint(url), PARTITIONS)
+        p = fingerprint_partition(normalized_fingerprint(url), PARTITIONS)
         if p not in engines:
             loaded = await store.load(p, lambda: OpicEngine(SETTINGS.opic_config(PARTITIONS), TOTAL / PARTITIONS))
             engines[p] = loaded.engine
         engine = engines[p]
-        s = engine.slot(fingerprint(url))
+        s = engine.slot(normalized_fingerprint(url))
         assert s is not None
         assert update.history == pytest.approx(engine.history[s], rel=1e-12)
         if engine.crawled(s):
@@ -253,14 +253,14 @@ async def test_replays_are_committed_with_their_batch_and_their_links_survive_a_
                .engine for p in range(PARTITIONS)}
     for node in order:  # a restarted instance has each crawled page's URL and followed out-links to replay
         url = WEB.urls[node]
-        engine = engines[owner(fingerprint(url), PARTITIONS)]
-        s = engine.slot(fingerprint(url))
+        engine = engines[fingerprint_partition(normalized_fingerprint(url), PARTITIONS)]
+        s = engine.slot(normalized_fingerprint(url))
         assert s is not None and engine.url(s) == url
         kept = engine.kept_links(s)
         assert kept is not None
         keys, owners_kept = kept
-        assert sorted(keys) == sorted({fingerprint(WEB.urls[t]) for t in WEB.out_links[node] if t != node})
-        assert list(owners_kept) == [owner(k, PARTITIONS) for k in keys]
+        assert sorted(keys) == sorted({normalized_fingerprint(WEB.urls[t]) for t in WEB.out_links[node] if t != node})
+        assert list(owners_kept) == [fingerprint_partition(k, PARTITIONS) for k in keys]
     result = await audit(env.db)
     assert_conserved(result.total)
     assert result.in_flight == pytest.approx(0.0, abs=1e-9)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from bench import scheduler_scale
-from libs.common.urls import normalize_url, normalized_fingerprint, url_fingerprint
+from libs.common.url_keys import normalized_fingerprint
+from libs.common.urls import normalize_url, url_fingerprint
 
 
 def test_host_sizes_fall_with_rank() -> None:

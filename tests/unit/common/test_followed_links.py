@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from libs.common.followed_links import fill_followed, followed, normalized_url_fingerprints
+from libs.common.followed_links import fill_followed, followed
+from libs.common.url_keys import normalized_fingerprints
 from libs.common.urls import url_fingerprint
 from libs.common.wire import messages as pb
 
@@ -16,11 +17,6 @@ INTERNAL, EXTERNAL, BAD = pb.LINK_CLASS_INTERNAL, pb.LINK_CLASS_EXTERNAL, pb.LIN
 
 def page_links(links: list[pb.Link], nofollow: bool = False) -> pb.PageLinks:
     return pb.PageLinks(url=PAGE, host="a.example", links=links, nofollow=nofollow)
-
-
-def test_normalized_fingerprints_equal_the_url_fingerprint() -> None:
-    urls = ["https://a.example/", "https://b.example/x?y=1", "http://c.example:8080/d/"]
-    assert normalized_url_fingerprints(urls) == [url_fingerprint(u) for u in urls]
 
 
 def test_fill_keeps_distinct_followable_links_in_order_without_the_page() -> None:
@@ -37,7 +33,7 @@ def test_fill_keeps_distinct_followable_links_in_order_without_the_page() -> Non
     fill_followed(msg)
     assert list(msg.followed_urls) == ["https://a.example/b", "https://z.example/", "https://a.example/c"]
     assert list(msg.followed_external) == [False, True, False]
-    assert list(msg.followed_fingerprints) == normalized_url_fingerprints(msg.followed_urls)
+    assert list(msg.followed_fingerprints) == normalized_fingerprints(msg.followed_urls)
     fill_followed(msg)  # filling again replaces, never appends
     assert len(msg.followed_urls) == 3
     nofollow = page_links(list(msg.links), nofollow=True)
@@ -63,7 +59,7 @@ def test_reading_the_lists_gives_what_reading_the_links_gives(follow_external: b
         wanted = {link.url for link in links if link.url and not link.nofollow and link.link_class != BAD
                   and (follow_external or link.link_class != EXTERNAL)} if not plain.nofollow else set()
         assert set(expected[1]) == wanted
-        assert expected[0] == normalized_url_fingerprints(expected[1])
+        assert expected[0] == normalized_fingerprints(expected[1])
 
 
 def test_the_lists_are_read_without_the_links() -> None:
@@ -83,5 +79,5 @@ def test_lists_of_different_lengths_are_refused() -> None:
 def test_repeats_and_the_page_itself_in_the_lists_are_left_out() -> None:
     urls = ["https://b.example/", PAGE, "https://b.example/"]
     msg = pb.PageLinks(url=PAGE, followed_urls=urls, followed_external=[True, False, True],
-                       followed_fingerprints=normalized_url_fingerprints(urls))
+                       followed_fingerprints=normalized_fingerprints(urls))
     assert followed(msg, url_fingerprint(PAGE), True)[1] == ["https://b.example/"]

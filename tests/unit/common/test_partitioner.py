@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from libs.common.kafka.partitioner import murmur2, partition_for
+from libs.common.kafka.partitioner import fingerprint_partition, fingerprint_partitions, murmur2, partition_for
+from libs.common.url_keys import key_text
+from libs.common.urls import url_fingerprint
 
 # org.apache.kafka.common.utils.UtilsTest#testMurmur2 (signed 32-bit results)
 JAVA_VECTORS = {
@@ -53,3 +55,12 @@ def test_partition_for_stays_in_range(key: str, partitions: int) -> None:
 def test_keys_spread_over_all_partitions() -> None:
     used = {partition_for(f"host-{i}.test", 12) for i in range(500)}
     assert used == set(range(12))
+
+
+def test_the_partitions_of_fingerprints_are_those_of_their_keys() -> None:
+    fps = [url_fingerprint(f"http://site-{i % 37}.example/a/{i * 7919}.html?x={i}") for i in range(3000)]
+    assert {fp < 0 for fp in fps} == {True, False}
+    for partitions in (1, 7, 12):
+        assert fingerprint_partitions(fps, partitions) == [partition_for(key_text(fp), partitions) for fp in fps]
+    assert fingerprint_partition(fps[0], 12) == partition_for(key_text(fps[0]), 12)
+    assert fingerprint_partitions([], 12) == []

@@ -6,13 +6,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from libs.common.url_keys import normalized_fingerprint
 from libs.common.urls import (
     DEFAULT_POLICY,
     InvalidUrl,
     UrlPolicy,
-    key_fingerprint,
     normalize_url,
-    normalized_fingerprint,
     registered_domain,
     url_fingerprint,
     url_host,
@@ -449,29 +448,3 @@ def test_an_installed_policy_is_the_process_default() -> None:
     finally:
         install_policy(DEFAULT_POLICY)
     assert installed_policy() is DEFAULT_POLICY
-
-
-KEYED_URLS = [f"http://h{i}.test/section/{i * 7919}/article.html?ref={i % 3}" for i in range(200)]
-
-
-def test_keyed_urls_cover_both_signs_of_fingerprint() -> None:
-    signs = {url_fingerprint(url) < 0 for url in KEYED_URLS}
-    assert signs == {True, False}
-
-
-@pytest.mark.parametrize("url", KEYED_URLS)
-def test_the_key_spells_the_url_fingerprint(url: str) -> None:
-    assert key_fingerprint(url_key(url)) == url_fingerprint(url)
-
-
-@pytest.mark.parametrize(
-    ("key", "fingerprint"),
-    [
-        ("0000000000000000", 0),
-        ("7fffffffffffffff", 2**63 - 1),
-        ("8000000000000000", -(2**63)),
-        ("ffffffffffffffff", -1),
-    ],
-)
-def test_the_edges_of_the_signed_range(key: str, fingerprint: int) -> None:
-    assert key_fingerprint(key) == fingerprint

@@ -14,12 +14,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from libs.common.url_keys import normalized_host
 from libs.common.urls import (
     DEFAULT_POLICY,
     InvalidUrl,
     UrlPolicy,
     normalize_url,
-    normalized_host,
     url_fingerprint,
     url_host,
 )

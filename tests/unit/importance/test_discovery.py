@@ -1,37 +1,11 @@
-"""URL kinds, hosts of normalised URLs and discovery weights."""
+"""Discovery weights."""
 
 from __future__ import annotations
 
 import pytest
 
-from libs.common.urls import normalize_url, url_host
-from services.importance.discovery import UNIFORM, DiscoveryWeights, UrlKind, url_host_of_normalized, url_kind
-
-
-@pytest.mark.parametrize(
-    ("url", "kind"),
-    [
-        ("http://a.example/", UrlKind.HOME),
-        ("https://a.example:8443/", UrlKind.HOME),
-        ("http://a.example/news/", UrlKind.INDEX),
-        ("http://a.example/news/world/", UrlKind.INDEX),
-        ("http://a.example/news/1.html", UrlKind.PAGE),
-        ("http://a.example/?page=2", UrlKind.PAGE),
-        ("http://a.example/news/?page=2", UrlKind.PAGE),
-        ("17", UrlKind.PAGE),
-    ],
-)
-def test_url_kind(url: str, kind: UrlKind) -> None:
-    assert url_kind(url) == kind
-
-
-@pytest.mark.parametrize(
-    "raw",
-    ["http://A.Example/x", "https://user:pw@a.example:8443/p?q=1", "http://[::1]:8080/", "http://b.example"],
-)
-def test_host_of_a_normalised_url_matches_the_common_parser(raw: str) -> None:
-    url = normalize_url(raw)
-    assert url_host_of_normalized(url) == url_host(url)
+from libs.common.url_keys import UrlKind
+from services.importance.discovery import UNIFORM, DiscoveryWeights
 
 
 def test_weights_grow_with_the_other_pages_of_the_site_for_home_and_index_pages_only() -> None:

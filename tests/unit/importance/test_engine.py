@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.importance.discovery import UNIFORM, DiscoveryWeights, UrlKind
+from libs.common.url_keys import UrlKind
+from services.importance.discovery import UNIFORM, DiscoveryWeights
 from services.importance.engine import OpicConfig, OpicEngine
 from services.importance.shard import Shard
 

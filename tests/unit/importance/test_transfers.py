@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import services.importance.transfers as transfers
+from libs.common.kafka.partitioner import fingerprint_partition
+from libs.common.url_keys import key_fingerprint, normalized_fingerprint
 from libs.common.wire import messages as pb
-from services.importance.keys import fingerprint, owner
 from services.importance.shard import Outgoing
 from services.importance.transfers import accept, outbox_rows, transfer_lists
 
@@ -21,14 +22,14 @@ def urls_owned_by(partition: int, count: int, partitions: int = 12) -> list[str]
     n = 0
     while len(found) < count:
         url = f"http://t.example/{n}"
-        if owner(fingerprint(url), partitions) == partition:
+        if fingerprint_partition(normalized_fingerprint(url), partitions) == partition:
             found.append(url)
         n += 1
     return found
 
 
 def shares(urls: list[str], cash: float) -> Outgoing:
-    return Outgoing([fingerprint(u) for u in urls], urls, [cash] * len(urls))
+    return Outgoing([normalized_fingerprint(u) for u in urls], urls, [cash] * len(urls))
 
 
 def test_rows_are_numbered_per_destination_and_keyed_to_reach_it() -> None:
@@ -39,12 +40,12 @@ def test_rows_are_numbered_per_destination_and_keyed_to_reach_it() -> None:
     assert [(r.destination, r.sequence) for r in rows] == [(3, 1), (7, 5)]
     assert sent_seq[3] == 1 and sent_seq[7] == 5
     for row in rows:
-        assert owner(int(row.key, 16) - (1 << 64 if int(row.key, 16) >= 1 << 63 else 0), 12) == row.destination
+        assert fingerprint_partition(key_fingerprint(row.key), 12) == row.destination
         message = pb.CashTransfer()
         message.ParseFromString(row.payload)
         assert message.source_partition == 1 and message.sequence == row.sequence and message.sent_at_ms == 123
         assert row.cash == pytest.approx(sum(message.cash))
-        assert list(message.fingerprints) == [fingerprint(u) for u in message.urls]
+        assert list(message.fingerprints) == [normalized_fingerprint(u) for u in message.urls]
     assert list(pb.CashTransfer.FromString(rows[1].payload).urls) == outgoing[7].urls
 
 

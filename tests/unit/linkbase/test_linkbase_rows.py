@@ -15,8 +15,6 @@ from services.linkbase.rows import (
     host_group,
     host_id,
     merge_links,
-    normal_form,
-    path_key,
     resolve,
     targets_of,
 )
@@ -74,14 +72,6 @@ def test_targets_are_sorted_by_primary_key() -> None:
     assert keys == sorted(keys)
 
 
-def test_path_key_is_host_and_first_segment() -> None:
-    assert path_key("http://a.test/news/2024/x.html") == "a.test/news"
-    assert path_key("http://a.test/about.html") == "a.test/"
-    assert path_key("http://a.test/") == "a.test/"
-    assert path_key("http://a.test/calendar.php?m=3") == "a.test/calendar.php"
-    assert path_key("http://a.test/news/") == "a.test/news"
-
-
 def test_merge_links_keeps_first_anchor_and_follows_if_either_does() -> None:
     first = _link(1, "http://a.test/x", followable=False, anchor="")
     second = _link(1, "http://a.test/x", followable=True, anchor="second")
@@ -121,42 +111,17 @@ def test_resolve_agrees_with_the_shared_fingerprint_and_host() -> None:
 _FAST = r"https?://(?:[a-z0-9](?:[a-z0-9-]{0,8}[a-z0-9])?\.){1,3}[a-z]{2,6}(?:/[A-Za-z0-9._~!$&'()*+,=:@%;?#-]{0,12}){1,4}"
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.from_regex(_FAST, fullmatch=True))
-def test_the_short_path_agrees_with_the_normaliser(url: str) -> None:
+def test_a_url_visibly_normal_resolves_as_the_normaliser_reads_it(url: str) -> None:
     from libs.common.urls import normalize_url, url_host
 
     try:
         expected = normalize_url(url)
     except InvalidUrl:
         return
-    assert normal_form(url) == expected
     ref = resolve.__wrapped__(url)  # the host the short path takes from the pattern is the normaliser's
     assert (ref.url, ref.host) == (expected, url_host(expected))
-
-
-def test_urls_not_visibly_normal_take_the_normaliser() -> None:
-    for raw, normal in (("http://a.test/./x", "http://a.test/x"), ("http://A.test/x", "http://a.test/x"),
-                        ("http://a.test:80/x", "http://a.test/x"), ("http://a.test/x?utm_source=y", "http://a.test/x"),
-                        ("http://0x7f.1/x", "http://127.0.0.1/x"), ("http://a.test/%7Ex", "http://a.test/~x")):
-        assert normal_form(raw) == normal
-
-
-def test_the_short_path_follows_the_installed_policy() -> None:
-    from libs.common.urls import DEFAULT_POLICY, UrlPolicy, install_policy
-
-    long_url = "http://a.test/" + "x" * 100
-    install_policy(UrlPolicy(max_length=50, allowed_schemes=("https",)))
-    try:
-        for url in (long_url, "http://a.test/short"):
-            try:
-                normal_form(url)
-            except InvalidUrl:
-                continue
-            raise AssertionError(f"{url} passed a policy that refuses it")
-    finally:
-        install_policy(DEFAULT_POLICY)
-    assert normal_form(long_url) == long_url
 
 
 _HOSTS = [f"h{n}.test" for n in range(6)]

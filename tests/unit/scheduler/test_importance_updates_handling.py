@@ -10,7 +10,7 @@ import pytest
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.topics import IMPORTANCE_UPDATES
-from libs.common.urls import normalized_fingerprint
+from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import Priority
 from services.scheduler.handlers import SchedulerHandler

@@ -7,7 +7,7 @@ from typing import Any
 
 from libs.common.kafka.consumer import Record
 from libs.common.topics import FETCH_OUTCOMES
-from libs.common.urls import normalized_fingerprint
+from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import Outcome
 from services.scheduler.handlers import SchedulerHandler
