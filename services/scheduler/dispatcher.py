@@ -167,6 +167,9 @@ class Dispatcher:
                     depth=row.depth,
                     scheduled_at_ms=now_ms,
                     min_delay_seconds=rules.delays.get(row.host, 0.0),
+                    etag=row.etag or "",  # a revisit's validators: the fetcher asks conditionally
+                    last_modified=row.last_modified or "",
+                    validated_at_ms=int(row.validated_at.timestamp() * 1000) if row.validated_at else 0,
                 ),
             )
         await self._producer.flush()

@@ -69,6 +69,13 @@ class Outcome:
     error: str
     fetched_at: datetime
     host_next_allowed_at: datetime | None
+    etag: str = ""  # the validators the response gave ("" none; a 304's "" keeps the stored ones)
+    last_modified: str = ""
+
+    @property
+    def not_modified(self) -> bool:
+        """A 304 to a conditional revisit: fetched, and the page as at its last capture."""
+        return self.outcome == NOT_MODIFIED
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,9 @@ class Dispatched:
     depth: int
     attempts: int
     request_id: str
+    etag: str | None = None  # the validators of the page's last capture, for a conditional revisit
+    last_modified: str | None = None
+    validated_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,7 @@ class FetchedPage:
     url_fp: int
     url: str
     host: str
+    unchanged_at: datetime | None = None  # fetched with a 304 at this time: the page was seen unchanged
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,8 @@ class RevisitPlanning(Protocol):
     async def discovered(self, conn: AsyncConnection[Any], found: Mapping[int, tuple[str, int]]) -> None: ...
 
 
+NOT_MODIFIED = "FETCH_STATUS_NOT_MODIFIED"  # Outcome.outcome of a 304 to a conditional revisit
+_UNCHANGED = "o.outcome = '" + NOT_MODIFIED + "'"
 _FINAL = ("fetched", "failed", "blocked", "skipped")  # outcomes that end a page's fetch (not a retry)
 # The next fetch of a fetched page nothing plans a revisit for (the last instant Python can read back).
 NEVER = datetime(9999, 12, 31, tzinfo=UTC)
@@ -169,13 +182,15 @@ async def _reweigh_paths(conn: AsyncConnection[Any], rows: Sequence[NewUrl]) -> 
 # one was made: next fetch, change probability, gain and the priority they make), then each host
 # it frees, once: one request fewer out; a one-slot host (or any host after an error) waits until
 # the fetcher's next allowed time; the politeness gap the fetcher reported last (highest
-# fingerprint) is remembered for a host with several slots (see dispatch).
+# fingerprint) is remembered for a host with several slots (see dispatch). A fetched page keeps the
+# validators its response gave for the next revisit (a 304 keeps the stored ones unless it sent new
+# ones; a capture's time is kept with them, the one a 304's WARC record refers to).
 _APPLY_OUTCOMES = (
     "WITH o AS ("
     "  SELECT * FROM unnest(%(fps)b::bigint[], %(rids)b::text[], %(statuses)b::text[], %(ats)b::timestamptz[],"
     "    %(https)b::int[], %(outcomes)b::text[], %(errors)b::text[], %(nexts)b::timestamptz[],"
-    "    %(dues)b::timestamptz[], %(ps)b::float8[], %(gains)b::float8[])"
-    "    AS o(fp, rid, status, at, http, outcome, error, next, due, p, gain)"
+    "    %(dues)b::timestamptz[], %(ps)b::float8[], %(gains)b::float8[], %(etags)b::text[], %(lms)b::text[])"
+    "    AS o(fp, rid, status, at, http, outcome, error, next, due, p, gain, etag, lm)"
     "), done AS ("
     "  UPDATE scheduler.frontier f SET"
     "    status = CASE WHEN o.status <> 'retry' THEN o.status"
@@ -190,6 +205,12 @@ _APPLY_OUTCOMES = (
     "        THEN " + priority_sql("f.cash", "o.p", "o.gain", "f.path_penalty") + " ELSE f.priority END,"
     "    fetched_at = o.at, http_status = o.http, last_outcome = o.outcome, last_error = nullif(o.error, ''),"
     "    fetch_seq = CASE WHEN o.status = 'fetched' THEN nextval('scheduler.fetch_seq') ELSE f.fetch_seq END,"
+    "    etag = CASE WHEN o.status <> 'fetched' THEN f.etag"
+    "        WHEN " + _UNCHANGED + " THEN coalesce(nullif(o.etag, ''), f.etag) ELSE nullif(o.etag, '') END,"
+    "    last_modified = CASE WHEN o.status <> 'fetched' THEN f.last_modified"
+    "        WHEN " + _UNCHANGED + " THEN coalesce(nullif(o.lm, ''), f.last_modified) ELSE nullif(o.lm, '') END,"
+    "    validated_at = CASE WHEN o.status <> 'fetched' OR " + _UNCHANGED + " THEN f.validated_at"
+    "        WHEN o.etag <> '' OR o.lm <> '' THEN o.at END,"
     "    request_id = NULL"
     "  FROM o WHERE f.url_fp = o.fp AND f.request_id = o.rid AND f.status = 'in_flight'"
     "  RETURNING f.url_fp, f.url, f.host, o.status AS reported, o.at, o.next"
@@ -303,7 +324,8 @@ class FrontierStore:
         async with self._db.transaction() as conn:
             plans: Mapping[int, RevisitPlan] = {}
             if self._revisits is not None:  # planned first, so that the outcome's update writes the plan
-                reported = {o.url_fp: FetchedPage(o.url_fp, "", o.host) for o in unique if o.status == "fetched"}
+                reported = {o.url_fp: FetchedPage(o.url_fp, "", o.host, o.fetched_at if o.not_modified else None)
+                            for o in unique if o.status == "fetched"}
                 if reported:
                     plans = await self._revisits.plan_fetched(conn, list(reported.values()))
             planned = [plans.get(o.url_fp) if o.status == "fetched" else None for o in unique]
@@ -320,13 +342,17 @@ class FrontierStore:
                     "dues": timestamptz_array([p.due if p else None for p in planned]),
                     "ps": float8_array([p.change_probability if p else None for p in planned]),
                     "gains": float8_array([p.freshness_gain if p else None for p in planned]),
+                    "etags": text_array([o.etag for o in unique]),
+                    "lms": text_array([o.last_modified for o in unique]),
                     "max": max_attempts, "base": retry_base, "now": self._clock.now(), "never": NEVER,
                     "w_importance": self._weights.importance, "w_freshness": self._weights.freshness,
                 },
             )
             done = sorted((int(fp), str(url), str(host), str(status)) for fp, url, host, status in await cur.fetchall())
             ended = [(fp, host, status == "fetched") for fp, _url, host, status in done if status in _FINAL]
-            fetched = [FetchedPage(fp, url, host) for fp, url, host, status in done if status == "fetched"]
+            unchanged = {o.url_fp: o.fetched_at for o in unique if o.not_modified}
+            fetched = [FetchedPage(fp, url, host, unchanged.get(fp)) for fp, url, host, status in done
+                       if status == "fetched"]
             await arm_store.record_pulls(conn, ended)
             if self._revisits is not None and fetched:
                 await self._revisits.save_fetched(conn, plans, fetched)

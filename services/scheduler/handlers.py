@@ -30,13 +30,14 @@ _SOURCES = {
 # The linkbase's trap penalty multiplies priorities by 1 - penalty; kept below 1 so that a
 # penalty can be replaced later (see frontier_store._reweigh_paths).
 MAX_PATH_PENALTY = 0.99
+_MAX_VALIDATOR = 1024  # the fetcher keeps no longer ETag; a bound on what a row keeps all the same (longer: none)
 
 
 def frontier_status(outcome: pb.FetchOutcome) -> str:
     """The frontier status a fetch outcome leads to ('retry' means: again later, if attempts remain)."""
     status = outcome.status
-    if status in (pb.FETCH_STATUS_OK, pb.FETCH_STATUS_TOO_LARGE):
-        return "fetched"
+    if status in (pb.FETCH_STATUS_OK, pb.FETCH_STATUS_TOO_LARGE, pb.FETCH_STATUS_NOT_MODIFIED):
+        return "fetched"  # a 304 too: the page was fetched, and seen unchanged
     if status in (pb.FETCH_STATUS_ROBOTS_DISALLOWED, pb.FETCH_STATUS_REDIRECT):
         return "blocked"
     if status == pb.FETCH_STATUS_UNSUPPORTED_TYPE:
@@ -108,6 +109,8 @@ class SchedulerHandler:
                         host_next_allowed_at=utc_from_ms(msg.host_next_allowed_at_ms)
                         if msg.host_next_allowed_at_ms
                         else None,
+                        etag=msg.etag if len(msg.etag) <= _MAX_VALIDATOR else "",
+                        last_modified=msg.last_modified if len(msg.last_modified) <= _MAX_VALIDATOR else "",
                     )
                 )
         if new:

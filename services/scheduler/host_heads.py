@@ -110,12 +110,13 @@ def select_and_take(queue_depth: int = 1) -> str:
         "  UPDATE scheduler.frontier f SET status = 'in_flight', attempts = attempts + 1,"
         "    dispatched_at = now(), request_id = md5(random()::text || f.url_fp::text)"
         "  WHERE f.url_fp = ANY(ARRAY(SELECT url_fp FROM best)) AND f.status = 'queued'"
-        "  RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id"
+        "  RETURNING f.url_fp, f.url, f.host, f.priority, f.depth, f.attempts, f.request_id,"
+        "    f.etag, f.last_modified, f.validated_at"
         "), hosts AS ("  # the hosts the round took from (one URL each at most): see _TAKEN
         "  UPDATE scheduler.hosts h SET " + _TAKEN
         + "  FROM took t WHERE h.host = t.host"
         ")"
-        " SELECT url_fp, url, host, priority, depth, attempts, request_id FROM took"
+        " SELECT url_fp, url, host, priority, depth, attempts, request_id, etag, last_modified, validated_at FROM took"
     )
 
 

@@ -9,7 +9,8 @@ transactions:
   visit history moves on one fetch, and its next fetch is planned (``revisits``) with the
   current model generation: a hub with a model by its key's curve, a hub without one by its
   visits' change rate, any other page by the change rate of its content versions in the
-  linkbase (which lag one fetch behind: the extractor stores a version after its outcome).
+  linkbase (which lag one fetch behind: the extractor stores a version after its outcome; a
+  304, a fetch that saw the page unchanged, counts at once as a version equal to the last).
   The frontier row gets the time, the change probability and the expected gain, and the
   priority they make (``services/scheduler/priority.py``).
 - :meth:`RevisitHook.discovered` when URLs found on a page were admitted: for a page whose
@@ -70,6 +71,21 @@ def _instant(seconds: float) -> datetime:
     return datetime.fromtimestamp(min(seconds, NEVER.timestamp()), UTC)
 
 
+def _seen_unchanged(versions: dict[int, list[tuple[float, str]]],
+                    pages: Sequence[FetchedPage]) -> dict[int, list[tuple[float, str]]]:
+    """``versions`` with the visit of each page a 304 answered (``unchanged_at``): a version equal to the
+    last one, unless the linkbase recorded that visit already (it does, from the same outcome). A hub
+    needs nothing: a 304 reveals no new items, so its visit closes unchanged by itself."""
+    for page in pages:
+        rows = versions.get(page.url_fp)
+        if page.unchanged_at is None or not rows:
+            continue  # no capture to be equal to: nothing is known of the page's content yet
+        at = page.unchanged_at.timestamp()
+        if at > rows[-1][0] + 0.001:
+            rows.append((at, rows[-1][1]))
+    return versions
+
+
 @dataclass(frozen=True)
 class _Planned(RevisitPlan):
     """A plan with the page state it leads to and the version of the state's row it was made from."""
@@ -112,7 +128,8 @@ class RevisitHook:
         at = now.timestamp()
         found = await page_states(conn, [p.url_fp for p in pages])
         states = {p.url_fp: found.get(p.url_fp) or PageState(p.url_fp, p.url, p.host) for p in pages}
-        versions = await self._versions(conn, [p for p in pages if states[p.url_fp].hub_key is None])
+        versions = _seen_unchanged(
+            await self._versions(conn, [p for p in pages if states[p.url_fp].hub_key is None]), pages)
         planned: list[tuple[PageState, Plan, bool]] = []
         for page in pages:
             state = states[page.url_fp]
@@ -135,7 +152,8 @@ class RevisitHook:
         seen = {fp: version for fp, (_, version) in found.items()}
         states = {p.url_fp: found[p.url_fp][0] if p.url_fp in found else PageState(p.url_fp, p.url, p.host)
                   for p in pages}
-        versions = await self._versions(conn, [p for p in pages if states[p.url_fp].hub_key is None])
+        versions = _seen_unchanged(
+            await self._versions(conn, [p for p in pages if states[p.url_fp].hub_key is None]), pages)
         plans: dict[int, RevisitPlan] = {}
         for page in pages:
             state = states[page.url_fp]
