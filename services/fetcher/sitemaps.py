@@ -15,7 +15,9 @@ bytes, elements, page URLs per file, sitemaps per index. Every limit reached,
 per file or per host (``host_urls``, ``index_depth``, ``sitemaps_per_host``), is
 logged once with the URL and counted in ``trawl_fetcher_sitemap_cuts_total`` by
 reason; a file cut for its decoded size or its elements (a compression or
-element bomb) ends the read of that host's sitemaps.
+element bomb) ends the read of that host's sitemaps. At most
+:data:`FILES_IN_HAND` files are being fetched or parsed at once, over all hosts,
+so the bodies waiting for the parsing thread are bounded too.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ __all__ = [
 CUT_HOST_URLS = "host_urls"
 CUT_INDEX_DEPTH = "index_depth"
 CUT_HOST_SITEMAPS = "sitemaps_per_host"
+FILES_IN_HAND = 4
+"""Sitemap files fetched and not yet parsed, at most (each body is at most the fetcher's body cap)."""
 HOSTILE_CUTS = frozenset({CUT_DECODED_BYTES, CUT_ELEMENTS})
 """Cuts after which the rest of the host's sitemaps is not read."""
 
@@ -126,6 +130,7 @@ class SitemapReader:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._executor: ThreadPoolExecutor | None = None
         self._stopping = threading.Event()
+        self._in_hand = asyncio.Semaphore(FILES_IN_HAND)
         self.urls_found = 0
         self.sitemaps_read = 0
 
@@ -159,6 +164,12 @@ class SitemapReader:
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
 
+    async def wait_idle(self) -> None:
+        """Return once no read is under way (reads that robots.txt loads start meanwhile included)."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks.values()))
+            await asyncio.sleep(0)  # the finished reads' callbacks take them off the list
+
     async def parse(self, body: bytes, limits: SitemapLimits) -> SitemapContent:
         """``body`` parsed within ``limits`` in the reader's thread (the event loop goes on meanwhile)."""
         if self._executor is None:
@@ -182,14 +193,16 @@ class SitemapReader:
                     _cut(url, CUT_HOST_SITEMAPS, f"{self._max_sitemaps} files read for {origin}")
                     return
                 seen.add(url)
-                response = await self._fetch(url)
-                self.sitemaps_read += 1
-                if response.status != 200:
-                    logger.info("sitemap %s: %s", url, response.error or f"status {response.status}")
-                    continue
                 room = self._max_urls - found
                 limits = dataclasses.replace(self._limits, max_urls=min(self._limits.max_urls, room))
-                content = await self.parse(response.body, limits)
+                async with self._in_hand:
+                    response = await self._fetch(url)
+                    self.sitemaps_read += 1
+                    if response.status != 200:
+                        logger.info("sitemap %s: %s", url, response.error or f"status {response.status}")
+                        continue
+                    content = await self.parse(response.body, limits)
+                    del response  # the body, before the next file is fetched
                 urls = [u for u in content.urls if _same_host(u, host)]
                 if urls:
                     found += len(urls)

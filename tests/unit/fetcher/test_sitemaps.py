@@ -24,7 +24,7 @@ from services.fetcher.politeness import HostPoliteness
 from services.fetcher.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
 from services.fetcher.sitemap_parser import MAX_LOC_CHARS, MAX_SITEMAP_BYTES, SitemapLimits, parse_sitemap
-from services.fetcher.sitemaps import SITEMAP_CUTS, SitemapReader, sitemap_reader
+from services.fetcher.sitemaps import FILES_IN_HAND, SITEMAP_CUTS, SitemapReader, sitemap_reader
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 MiB = 1024 * 1024
@@ -100,8 +100,7 @@ async def test_sitemaps_in_robots_txt_are_read_politely_and_published(serve, mak
     robots_cache = RobotsCache(fetch, user_agent_token="trawl", clock=clock, on_loaded=reader.robots_loaded)
     core = FetchCore(http, robots_cache, politeness, clock)
     assert (await core.fetch(server.url("/"))).outcome == "ok"
-    while reader._tasks:  # the read runs in the background
-        await next(iter(reader._tasks.values()))
+    await reader.wait_idle()  # the reads run in the background
     assert published == [(f"{origin()}/pages.xml.gz", [f"{origin()}/a", f"{origin()}/b"])]
     paths = server.paths()
     assert paths[0] == "/robots.txt" and sorted(paths) == ["/", "/index.xml", "/pages.xml.gz", "/robots.txt"]
@@ -134,7 +133,8 @@ class Site:
 
     origin = "http://a.test"
 
-    def __init__(self, files: dict[str, bytes], listed: str = "/sitemap.xml") -> None:
+    def __init__(self, files: dict[str, bytes], listed: str = "/sitemap.xml", origin: str = "") -> None:
+        self.origin = origin or self.origin
         self.files = {"/robots.txt": f"User-agent: *\nSitemap: {self.origin}{listed}\n".encode(), **files}
         self.fetched: list[str] = []
         self.published: list[tuple[str, list[str]]] = []
@@ -148,8 +148,7 @@ class Site:
     async def read(self, reader: SitemapReader) -> None:
         robots = RobotsCache(self.fetch, user_agent_token="trawl", clock=SystemClock(), on_loaded=reader.robots_loaded)
         await robots.policy(self.origin)
-        while reader._tasks:  # the read runs in the background
-            await next(iter(reader._tasks.values()))
+        await reader.wait_idle()  # the reads run in the background
 
     def reader(self, **kwargs: Any) -> SitemapReader:
         return SitemapReader(self.fetch, lambda sitemap, urls: self.published.append((sitemap, urls)), **kwargs)
@@ -240,3 +239,28 @@ def test_the_settings_give_the_reader_its_limits() -> None:
     reader = sitemap_reader(settings, Site({}).fetch, lambda sitemap, urls: None)
     assert reader._limits.max_elements == 7 and reader._max_sitemaps == 3
     assert reader._limits.max_decoded_bytes == settings.sitemap_max_decoded_bytes == MAX_SITEMAP_BYTES
+
+
+async def test_few_sitemap_files_are_in_hand_at_once_over_all_hosts() -> None:
+    sites = [Site({"/sitemap.xml": urlset(f"http://h{i}.test/page")}, origin=f"http://h{i}.test") for i in range(12)]
+    in_hand, most = 0, 0
+
+    async def fetch(url: str) -> HttpResponse:
+        nonlocal in_hand, most
+        site = next(s for s in sites if url.startswith(s.origin + "/"))
+        if url.endswith("/robots.txt"):
+            return await site.fetch(url)
+        in_hand += 1
+        most = max(most, in_hand)
+        await asyncio.sleep(0.02)
+        in_hand -= 1
+        return await site.fetch(url)
+
+    published: list[str] = []
+    reader = SitemapReader(fetch, lambda sitemap, urls: published.extend(urls))
+    robots = RobotsCache(fetch, user_agent_token="trawl", clock=SystemClock(), on_loaded=reader.robots_loaded)
+    await asyncio.gather(*(robots.policy(site.origin) for site in sites))
+    await reader.wait_idle()  # the reads run in the background
+    await reader.stop()
+    assert sorted(published) == sorted(f"http://h{i}.test/page" for i in range(12))
+    assert most == FILES_IN_HAND

@@ -64,8 +64,7 @@ class Crawl:
         await self.http.start()
         try:
             assert (await self.core.fetch(f"http://{hostile_host(part)}/")).outcome == "ok"
-            while self.reader._tasks:  # the sitemaps are read in the background
-                await next(iter(self.reader._tasks.values()))
+            await self.reader.wait_idle()  # the reads run in the background
         finally:
             await self.reader.stop()
             await self.http.stop()
