@@ -36,6 +36,7 @@ from services.linkbase.host_budget import HostBudget
 from services.linkbase.known_targets import KnownTargets
 from services.linkbase.rows import PageRow, TargetRow, UrlRef, targets_of
 from services.linkbase.seen import ensure_urls
+from services.linkbase.unchanged_versions import write_unchanged_versions
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,7 @@ class LinkStore:
         await write_documents(conn, batch)
         await write_verdicts(conn, batch)
         await write_outcomes(conn, batch)
+        await write_unchanged_versions(conn, batch)  # after the documents: a 304's version copies the last one
         return written
 
     async def _write_hosts(self, conn: Conn, batch: LinkbaseBatch) -> None:
