@@ -101,7 +101,7 @@ class _LocTarget:
             self._text, self._text_chars = [], 0
         self._path.append(local)
         self._content.elements += 1
-        if self._content.elements >= self._limits.max_elements and not self.cut:
+        if self._content.elements > self._limits.max_elements and not self.cut:
             self.cut = CUT_ELEMENTS
 
     def data(self, text: str) -> None:

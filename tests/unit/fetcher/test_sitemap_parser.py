@@ -39,7 +39,7 @@ def test_the_element_limit_stops_an_element_bomb_early() -> None:
     assert len(bomb) < 60_000
     content = parse_sitemap(bomb, SitemapLimits(max_elements=100_000))
     assert content.cut == "elements" and content.urls == ["http://a.test/1", "http://a.test/2"]
-    assert 100_000 <= content.elements < 100_000 + 64 * 1024 // 4 + 16  # checked between chunks of 64 KiB
+    assert 100_000 < content.elements < 100_000 + 64 * 1024 // 4 + 16  # checked between chunks of 64 KiB
     assert content.decoded_bytes < 2 * MiB
 
 
@@ -53,6 +53,12 @@ def test_the_decoded_size_limit_stops_a_compression_bomb() -> None:
     assert cut.cut == "decoded_bytes" and 0 < len(cut.urls) < 20_000
     exact = parse_sitemap(plain, SitemapLimits(max_decoded_bytes=len(plain)))
     assert exact.cut == "" and len(exact.urls) == 20_000
+
+
+def test_a_file_of_exactly_the_limits_is_read_to_its_end() -> None:
+    body = urlset(*(f"http://a.test/{i}" for i in range(10)))
+    content = parse_sitemap(body, SitemapLimits(max_elements=41, max_urls=10))
+    assert content.cut == "" and content.elements == 41 and len(content.urls) == 10
 
 
 def test_index_children_are_capped() -> None:
