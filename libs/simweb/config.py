@@ -97,6 +97,13 @@ class SimWebConfig:
     """Articles already published at ``start_time``: those of this period before it."""
     hub_horizon: timedelta = timedelta(days=7)
     """No article appears later than ``start_time + hub_horizon``, so any crawl of the web is finite."""
+    conditional_hosts_ratio: float = 1.0
+    """Share of hosts that honour conditional requests (If-None-Match, If-Modified-Since) with a 304; the
+    others ignore them and always answer in full. Every host sends ETag and Last-Modified."""
+    page_edit_ratio: float = 0.0
+    """Share of ordinary pages (not hubs) edited at each ``start_time + k * page_edit_interval`` (k >= 1),
+    drawn anew for each k: an edited page gets a paragraph more, a new ETag and a new Last-Modified."""
+    page_edit_interval: timedelta = timedelta(days=1)
 
     def __post_init__(self) -> None:
         if self.hosts < 1 or self.pages < self.hosts:
@@ -112,6 +119,8 @@ class SimWebConfig:
             "near_duplicate_ratio": self.near_duplicate_ratio,
             "private_page_ratio": self.private_page_ratio,
             "hub_host_ratio": self.hub_host_ratio,
+            "conditional_hosts_ratio": self.conditional_hosts_ratio,
+            "page_edit_ratio": self.page_edit_ratio,
         }
         for name, value in ratios.items():
             if not 0.0 <= value <= 1.0:
@@ -147,5 +156,7 @@ class SimWebConfig:
             raise ValueError("hub_burst_hours needs 0 < low <= high, hub_burst_factor 1 <= low <= high")
         if self.hubs_per_host < 0 or self.hub_rate_per_hour < 0 or self.hub_list_size < 1:
             raise ValueError("hubs_per_host and hub_rate_per_hour must be >= 0, hub_list_size >= 1")
+        if self.page_edit_interval <= timedelta(0):
+            raise ValueError("page_edit_interval must be positive")
         if self.mean_out_links < 0 or self.max_out_links < 1 or self.near_duplicate_edits < 1:
             raise ValueError("mean_out_links >= 0, max_out_links >= 1, near_duplicate_edits >= 1 needed")

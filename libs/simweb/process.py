@@ -14,7 +14,9 @@ full collections, which would otherwise pause it for tens of milliseconds.
 serves the web that ``CONFIG`` (a :class:`SimWebConfig` or a :class:`~libs.simweb.site_tree.TreeWebConfig`,
 pickled by :class:`SimWebProcess`)
 describes on a free loopback port, prints its address once listening, appends every
-request to ``LOG_FILE`` as a JSON line and stops on SIGTERM or SIGINT.
+request to ``LOG_FILE`` as a JSON line and stops on SIGTERM or SIGINT. Its clock stands still at
+the web's start; SIGUSR1 moves it on by the config's ``page_edit_interval`` (the next round of
+page edits, :meth:`SimWebProcess.advance`), and it prints ``advanced <instant>`` when it has.
 """
 
 from __future__ import annotations
@@ -84,6 +86,16 @@ class SimWebProcess:
         self.url = line
         return line
 
+    def advance(self) -> str:
+        """Moves the web's clock on by its ``page_edit_interval`` (the next round of edits); returns the new instant."""
+        if self._proc is None or self._proc.stdout is None:
+            raise RuntimeError("the simulated web is not started")
+        self._proc.send_signal(signal.SIGUSR1)
+        line = self._proc.stdout.readline().strip()
+        if not line.startswith("advanced "):
+            raise RuntimeError(f"the simulated web did not advance its clock: {line!r}")
+        return line.removeprefix("advanced ")
+
     @property
     def pid(self) -> int:
         if self._proc is None:
@@ -124,8 +136,15 @@ async def serve(config: SimWebConfig | TreeWebConfig, log_file: Path, *, gzip: b
     # about 45 ms: one that ran between a response's write and its end's stamp made a gap the crawler
     # kept look 45 ms shorter. They never become garbage, so the collector leaves them out from now on.
     gc.freeze()
-    server = SimWebServer(web, SimClock.frozen(web.start_time), gzip=gzip, log_file=log_file)
+    clock = SimClock.frozen(web.start_time)
+    server = SimWebServer(web, clock, gzip=gzip, log_file=log_file)
     stop = stop_on_signals()
+
+    def advance() -> None:
+        clock.advance(web.config.page_edit_interval)
+        print(f"advanced {clock.now().isoformat()}", flush=True)
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, advance)
     await server.start()
     try:
         print(server.url, flush=True)

@@ -37,6 +37,8 @@ class RequestRecord:
     status: int
     user_agent: str
     method: str = "GET"
+    bytes_sent: int = 0
+    """Bytes of the response as written to the connection (status line, headers, body as coded)."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -53,6 +55,7 @@ class RequestRecord:
             status=int(data["status"]),
             user_agent=str(data["user_agent"]),
             method=str(data.get("method", "GET")),
+            bytes_sent=int(data.get("bytes_sent", 0)),
         )
 
 

@@ -11,7 +11,9 @@ ordinary settings:
 
 Asked for its own address (``Host: 127.0.0.1:PORT``), it serves a directory of
 all home pages. Unknown hosts and paths answer 404 (so robots.txt of an unknown
-host is "missing", which allows everything). Every request is recorded in a
+host is "missing", which allows everything). Pages carry ETag (a digest of their
+HTML) and Last-Modified; the hosts that honour them (``conditional_hosts_ratio``)
+answer a conditional request whose validators match with 304. Every request is recorded in a
 :class:`~libs.simweb.request_log.RequestLog`. With ``hostile``, the hosts of
 :mod:`libs.simweb.hostile` misbehave; with ``tls``, the server also listens for
 HTTPS on ``tls_port``.
@@ -51,7 +53,13 @@ def _strip_port(host: str) -> str:
     return host.rsplit(":", 1)[0].rstrip(".") if host.count(":") == 1 else host.rstrip(".")
 
 
-def _not_modified(request: web.Request, modified: datetime) -> bool:
+def _not_modified(request: web.Request, modified: datetime, etag: str) -> bool:
+    """Whether a conditional request's validators match (If-None-Match, compared weakly, wins over
+    If-Modified-Since: RFC 9110 section 13.2.2)."""
+    match = request.headers.get(hdrs.IF_NONE_MATCH)
+    if match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in match.split(",")}
+        return "*" in tags or etag.removeprefix("W/") in tags
     header = request.headers.get(hdrs.IF_MODIFIED_SINCE)
     if not header:
         return False
@@ -142,6 +150,7 @@ class SimWebServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         started, wall = time.monotonic(), time.time()
         finished: float | None = None
+        response: web.StreamResponse | None = None
         host = _strip_port(request.host)
         status = 500
         try:
@@ -177,6 +186,7 @@ class SimWebServer:
                 status=status,
                 user_agent=request.headers.get(hdrs.USER_AGENT, ""),
                 method=request.method,
+                bytes_sent=response.body_length if response is not None else 0,
             )
             self._log.append(record)
 
@@ -199,8 +209,9 @@ class SimWebServer:
         if html is None or modified is None:
             return web.Response(status=404, text="<!doctype html><title>Not found</title><p>Not found.</p>\n",
                                 content_type=_HTML)
-        headers = {hdrs.LAST_MODIFIED: http_time(modified)}
-        if _not_modified(request, modified):
+        etag = self.web.etag(url, now) or ""
+        headers = {hdrs.LAST_MODIFIED: http_time(modified), hdrs.ETAG: etag}
+        if self.web.honours_validators(host) and _not_modified(request, modified, etag):
             return web.Response(status=304, headers=headers)
         response = web.Response(text=html, content_type=_HTML, charset="utf-8", headers=headers)
         if self._gzip and "gzip" in request.headers.get(hdrs.ACCEPT_ENCODING, "").lower():

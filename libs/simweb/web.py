@@ -1,17 +1,21 @@
 """The simulated web as built: ground truth for tests, and the pages the server sends.
 
-Time matters only for hubs: their articles exist from their appearance time on,
-and a hub page lists the newest ones visible at the moment it is asked. Every
+Time matters for hubs: their articles exist from their appearance time on,
+and a hub page lists the newest ones visible at the moment it is asked; and, with
+``page_edit_ratio``, for the ordinary pages edited at each ``page_edit_interval``. Every
 question that depends on time takes ``now``; ``None`` means the web's
 ``start_time``, the instant a default clock starts at.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import zlib
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from datetime import datetime
+from html import escape
 from urllib.parse import urlsplit
 
 from libs.simweb import robots
@@ -49,7 +53,7 @@ class SimWeb:
         self.pages = pages
         """Every page that ever exists, hub articles included (see ``pages_at``)."""
         self._hubs = hubs
-        self._html: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._html: OrderedDict[tuple[str, str, int], str] = OrderedDict()
 
     @property
     def start_time(self) -> datetime:
@@ -167,15 +171,45 @@ class SimWeb:
         }
         return pagerank(graph, damping)
 
+    def _share(self, *parts: object) -> float:
+        """A stable draw in [0, 1) from the web's seed and ``parts``."""
+        return zlib.crc32(":".join(map(str, (self.config.seed, *parts))).encode()) / 2**32
+
+    def revision(self, url: str, now: datetime | None = None) -> int:
+        """The page's latest edit as of ``now`` (k: edited at ``start_time + k * page_edit_interval``; 0: none)."""
+        ratio = self.config.page_edit_ratio
+        if ratio <= 0 or url in self._hubs:
+            return 0
+        for k in range(int((self._now(now) - self.start_time) / self.config.page_edit_interval), 0, -1):
+            if self._share("edit", k, url) < ratio:
+                return k
+        return 0
+
+    def honours_validators(self, host: str) -> bool:
+        """Whether ``host`` answers a conditional request with a 304 when it can (see ``conditional_hosts_ratio``)."""
+        ratio = self.config.conditional_hosts_ratio
+        return ratio >= 1.0 or self._share("conditional", host) < ratio
+
     def last_modified(self, url: str, now: datetime | None = None) -> datetime | None:
-        """When the page last changed as of ``now``: its date, or for a hub its newest listed article."""
+        """When the page last changed as of ``now``: its date (or its last edit), or for a hub its newest
+        listed article."""
         page = self.page_at(url, now)
         if page is None:
             return None
         if url in self._hubs:
             listing = self.hub_listing(url, now)
             return listing[0][1] if listing else page.published_at
-        return page.published_at
+        edit = self.revision(url, now)
+        return max(page.published_at, self.start_time + edit * self.config.page_edit_interval) if edit \
+            else page.published_at
+
+    def etag(self, url: str, now: datetime | None = None) -> str | None:
+        """The strong ETag of the page as served at ``now``: a digest of its HTML."""
+        html = self.html(url, now)
+        if html is None:
+            return None
+        key = hashlib.blake2b(html.encode(), digest_size=12).hexdigest()
+        return f'"{key}"'
 
     def html(self, url: str, now: datetime | None = None) -> str | None:
         """The page's HTML at ``now``, or ``None`` if no such page exists then (a 404)."""
@@ -183,13 +217,18 @@ class SimWeb:
         if page is None:
             return None
         listing = self.hub_listing(url, now) if url in self._hubs else []
-        key = (url, listing[0][0] if listing else "")
+        edit = self.revision(url, now)
+        key = (url, listing[0][0] if listing else "", edit)
         cached = self._html.get(key)
         if cached is not None:
             self._html.move_to_end(key)
             return cached
         entries = [(article, self.pages[article].title, at) for article, at in listing]
         text = render_page(page, self.hosts[page.host], entries)
+        if edit:
+            edited_at = self.start_time + edit * self.config.page_edit_interval
+            note = f"<p>Updated on {escape(f'{edited_at:%d %B %Y}')}: revision {edit} of {escape(page.title)}.</p>\n"
+            text = text.replace("</article>", note + "</article>", 1)
         self._html[key] = text
         if len(self._html) > HTML_CACHE_SIZE:
             self._html.popitem(last=False)
