@@ -236,4 +236,5 @@ class SitemapReader:
 def _cut(url: str, reason: str, detail: str) -> None:
     """Record a limit reached while reading the sitemap at ``url``: logged once, counted by reason."""
     SITEMAP_CUTS.labels(reason).inc()
-    logger.warning("sitemap %s not read to its end (%s): %s", url, reason, detail)
+    logger.warning("sitemap %s not read to its end (%s): %s", url, reason, detail,
+                   extra={"url": url, "reason": reason})
