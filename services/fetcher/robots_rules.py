@@ -46,6 +46,7 @@ are kept in order.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -87,10 +88,12 @@ _KEYS: tuple[tuple[str, int], ...] = (
     ("request-rate", _REQUEST_RATE), ("requestrate", _REQUEST_RATE), ("request rate", _REQUEST_RATE),
 )
 _TAG = re.compile(r"<[^<>]*>")
+_THREE_WORDS_NO_COLON = re.compile(rb"(?m)^[ \t]*[^\s:#]+[ \t]+[^\s:#]+[ \t]+[^\s:#][^:\r\n]*$")
 _RATE = re.compile(r"\s*(\d+)\s*/\s*(\d+(?:\.\d+)?)\s*([smhd]?)(?![a-z])", re.IGNORECASE)
 _RATE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+@functools.lru_cache(maxsize=512)
 def _key_type(key: str) -> int | None:
     key = key.lower()
     for prefix, kind in _KEYS:
@@ -385,7 +388,9 @@ class RobotsRules:
 
         A crawl delay over ``max_crawl_delay`` is read as "do not crawl" (as crawler-commons does).
         """
-        parses = [_groups(body), _groups(body, lenient=True)]
+        parses = [_groups(body)]
+        if b"<" in body or not body.isascii() or _THREE_WORDS_NO_COLON.search(body):
+            parses.append(_groups(body, lenient=True))  # otherwise the lenient reading is the same
         chosen: list[tuple[tuple[bool, str], ...]] = []
         delays: list[float] = []
         for groups, _ in parses:
