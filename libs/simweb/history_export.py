@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from libs.common.url_keys import section_key
 from libs.simweb.build import build_web
 from libs.simweb.config import SimWebConfig
 from libs.simweb.rhythm import rhythmic_config
@@ -38,16 +38,9 @@ def history_config(seed: int, hubs: int = 8, days: float = 37.0, rate: float = 2
     return rhythmic_config(**values)
 
 
-def article_key(url: str) -> str:
-    parts = urlsplit(url)
-    segments = parts.path.split("/")
-    section = segments[1] if len(segments) >= 3 else ""
-    return f"{parts.hostname}/{section}" if section else str(parts.hostname)
-
-
 def hub_history(web: SimWeb) -> list[tuple[str, datetime]]:
     """``(key, appeared at)`` of every hub article of ``web``, in time order."""
-    rows = [(article_key(url), at) for hub in web.hub_urls() for url, at in web.hub_articles(hub)]
+    rows = [(section_key(url), at) for hub in web.hub_urls() for url, at in web.hub_articles(hub)]
     return sorted(rows, key=lambda row: (row[1], row[0]))
 
 

@@ -30,7 +30,8 @@ from psycopg import AsyncConnection
 from libs.common.db.arrays import float8_array, int4_array, int8_array, text_array, timestamptz_array
 from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
-from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
+from libs.common.url_keys import normalized_fingerprint, normalized_host
+from libs.common.urls import InvalidUrl, normalize_url
 from services.scheduler import host_heads
 from services.scheduler.bandits import arm_store
 from services.scheduler.bandits.allocator import ArmState
@@ -152,8 +153,8 @@ def _found_on(rows: Sequence[NewUrl], admitted: set[int]) -> dict[int, tuple[str
             page = normalize_url(row.discovered_from)
         except InvalidUrl:
             continue
-        fp = url_fingerprint(page)
-        host, count = found.get(fp, (url_host(page), 0))
+        fp = normalized_fingerprint(page)  # the page is normalised once, not three times
+        host, count = found.get(fp, (normalized_host(page), 0))
         found[fp] = (host, count + 1)
     return found
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from libs.common.db.pool import Database
+from libs.common.url_keys import section_key
 from libs.common.urls import url_fingerprint
 from libs.common.wire import admin as admin_pb
 from services.scheduler.clock import SchedulerClock
 from services.scheduler.freshness.bursts import BurstState
-from services.scheduler.freshness.keys import section_key
 from services.scheduler.freshness.registry import ModelRegistry
 from services.scheduler.freshness.store import PageState, page_states
 from services.scheduler.frontier_store import NEVER

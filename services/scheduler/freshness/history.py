@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from services.scheduler.freshness.keys import section_key
+from libs.common.url_keys import section_key
 
 MIDPOINT_MAX_GAP = 3600.0
 

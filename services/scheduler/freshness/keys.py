@@ -1,8 +1,9 @@
 """Model keys (seed 001): host + first path segment, folded into the host when too small.
 
-A URL's key is ``host/segment`` when its path has a first directory (``/news/story-1.html``
--> ``site.test/news``), else the host (``/about.html`` -> ``site.test``). The separator is
-``/`` rather than the paper's ``-`` because host names contain hyphens and never slashes.
+A URL's key is its section key (:func:`libs.common.url_keys.section_key`): ``host/segment``
+when its path has a first directory (``/news/story-1.html`` -> ``site.test/news``), else the
+host (``/about.html`` -> ``site.test``). The separator is ``/`` rather than the paper's ``-``
+because host names contain hyphens and never slashes.
 
 Routing (:func:`route_keys`): a key with at least ``min_samples`` items in the window gets
 its own model; the items of smaller keys are folded into their host's key, which gets a
@@ -16,19 +17,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
-
-
-def section_key(url: str) -> str:
-    """``host/first-directory`` of an http(s) URL, or the host when the path has no directory."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").rstrip(".")
-    path = parts.path or "/"
-    segments = path.split("/")
-    # "/news/x.html" -> ["", "news", "x.html"]; "/news/" -> ["", "news", ""]; "/x.html" -> ["", "x.html"]
-    if len(segments) >= 3 and segments[1]:
-        return f"{host}/{segments[1]}"
-    return host
 
 
 def key_host(key: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.scheduler.site_partition.paths import url_path
+from libs.common.url_keys import section_key
 
 
 class GraphFileError(ValueError):
@@ -26,7 +26,7 @@ class SiteGraph:
     out_links: Mapping[str, tuple[str, ...]]  # page -> its links to pages of the site, in file order
     level: Mapping[str, int]  # page -> links from the home page
     in_links: Mapping[str, int]  # page -> links to it from pages of the site
-    path: Mapping[str, str]  # page -> its path
+    path: Mapping[str, str]  # page -> its path: libs.common.url_keys.section_key
 
     @property
     def pages(self) -> int:
@@ -74,7 +74,7 @@ def build_graph(edges: Iterable[tuple[str, str]], home: str) -> SiteGraph:
         out[page] = targets
         for target in targets:
             in_links[target] += 1
-    return SiteGraph(home, out, level, in_links, {page: url_path(page) for page in level})
+    return SiteGraph(home, out, level, in_links, {page: section_key(page) for page in level})
 
 
 def parse_edges(lines: Iterable[str]) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""Fetch request keys of large hosts: ``host#group``, the group chosen by the URL's path.
+"""Fetch request keys of large hosts: ``host#group``, the group chosen by the URL's path (its section key).
 
 Fetch requests are keyed by host, so one fetcher owns a host at a time. A host marked large
 (``TRAWL_SCHEDULER_LARGE_HOSTS``) is split into ``groups`` path groups instead: the planner
@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from services.scheduler.site_partition.paths import first_segment, path_key
+from libs.common.url_keys import first_directory, section_key_of
 from services.scheduler.site_partition.planner import PartitionPlanner, group_of
 
 CountsOf = Callable[[str], Awaitable[Mapping[str, int]]]  # host -> queued URLs per first path segment
@@ -24,7 +24,7 @@ CountsOf = Callable[[str], Awaitable[Mapping[str, int]]]  # host -> queued URLs 
 
 def fetch_key(host: str, url: str, groups: int, assignment: Mapping[str, int]) -> str:
     """``host#group`` for a host split into ``groups`` (> 1) with ``assignment`` (key path -> group)."""
-    path = path_key(host, first_segment(url))
+    path = section_key_of(host, first_directory(url))
     return f"{host}#{group_of(path, assignment, groups)}"
 
 
@@ -67,7 +67,7 @@ class LargeHostKeys:
             made = self._plans.get(host)
             if made is not None and now - made[0] < self._refresh:
                 continue
-            counts = {path_key(host, segment): n for segment, n in (await counts_of(host)).items()}
+            counts = {section_key_of(host, segment): n for segment, n in (await counts_of(host)).items()}
             self._plans[host] = (now, self._planner.assignment(counts, self.groups_of(host)))
 
     def key_for(self, host: str, url: str) -> str:

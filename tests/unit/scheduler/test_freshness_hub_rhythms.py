@@ -10,11 +10,11 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+from libs.common.url_keys import section_key
 from libs.simweb import SimWebConfig, build_web
-from libs.simweb.history_export import article_key, history_config, hub_history, main
+from libs.simweb.history_export import history_config, hub_history, main
 from libs.simweb.rhythm import HubRhythm, rhythmic_config
 from services.scheduler.freshness.history import read_history_csv
-from services.scheduler.freshness.keys import section_key
 
 OFFICE = tuple(1.0 if 9 <= h < 17 else 0.0 for h in range(24))
 
@@ -76,4 +76,3 @@ def test_history_export_writes_the_evaluators_csv(tmp_path: Path) -> None:
     assert len(history) == 2 and all(times == sorted(times) for times in history.values())
     for key in history:
         assert key.endswith("/news") and section_key(f"http://{key}/story-0001.html") == key
-    assert article_key("http://site-001.test/news/story-0001.html") == "site-001.test/news"

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.scheduler.freshness.keys import Route, model_counts, route_keys, section_key
-
-
-def test_section_key() -> None:
-    assert section_key("http://news.example/sport/story-1.html") == "news.example/sport"
-    assert section_key("http://news.example/sport/") == "news.example/sport"
-    assert section_key("http://news.example/sport/2026/03/x") == "news.example/sport"
-    assert section_key("http://news.example/about.html") == "news.example"
-    assert section_key("http://news.example/") == "news.example"
-    assert section_key("http://news.example") == "news.example"
-    assert section_key("https://site-001.test/news-2/story-0001.html") == "site-001.test/news-2"
+from services.scheduler.freshness.keys import Route, model_counts, route_keys
 
 
 def test_big_keys_get_their_own_model_small_ones_fold_into_the_host() -> None:

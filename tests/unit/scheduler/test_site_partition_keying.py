@@ -9,7 +9,7 @@ from services.scheduler.site_partition.planner import tail_group
 
 
 def test_fetch_key_uses_the_plan_then_the_path_hash() -> None:
-    assignment = {"big.example/news": 1, "big.example/": 0}
+    assignment = {"big.example/news": 1, "big.example": 0}
     assert fetch_key("big.example", "http://big.example/news/1.html", 2, assignment) == "big.example#1"
     assert fetch_key("big.example", "http://big.example/index.html", 2, assignment) == "big.example#0"
     tail = tail_group("big.example/misc", 3)
