@@ -28,7 +28,7 @@ from services.fetcher.rebalance_consumer import RebalancingConsumer
 from services.fetcher.result_body import BODY_CODECS
 from services.fetcher.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
-from services.fetcher.sitemaps import SitemapReader
+from services.fetcher.sitemaps import sitemap_reader
 from services.fetcher.warc_archive import WarcArchive
 from services.fetcher.warc_process import WarcProcessArchive
 from services.fetcher.worker import PARKED_HOSTS, FetchWorker
@@ -63,6 +63,7 @@ async def build(env: Mapping[str, str]) -> Service:
         total_timeout=settings.total_timeout,
         max_body_bytes=settings.max_body_bytes,
         max_redirects=settings.max_redirects,
+        max_informational_responses=settings.max_informational_responses,
         proxy=settings.proxy or None,
         host_map=settings.host_map_entries(),
         connection_limit=max(settings.concurrency * 2, 10),
@@ -90,7 +91,7 @@ async def build(env: Mapping[str, str]) -> Service:
     discoveries = DiscoveryPublisher(producer)
     wire = asyncio.Semaphore(settings.concurrency)  # requests being sent; those waiting for a gap hold none
     polite_fetch = polite_robots_fetch(http, politeness, keys, wire)
-    sitemaps = SitemapReader(polite_fetch, discoveries.sitemap, max_urls=settings.sitemap_max_urls)
+    sitemaps = sitemap_reader(settings, polite_fetch, discoveries.sitemap)
     robots = RobotsCache(
         polite_fetch,
         user_agent_token=settings.robots_token,
