@@ -33,8 +33,8 @@ from libs.common.url_keys import UrlKind
 class DiscoveryWeights:
     """Home and index pages: base of the kind x (other known pages of the site) ** exponent; others: ``page``."""
 
-    home: float = 256.0
-    index: float = 16.0
+    home: float = 1.0
+    index: float = 1.0
     site_size_exponent: float = 1.0
     page: float = 1.0
 
