@@ -4,7 +4,8 @@ Outcomes of fetching ``<origin>/robots.txt`` (after up to five redirects):
 
 * 2xx: the file is parsed by :mod:`services.fetcher.robots_rules` for our
   user-agent token (the first ``max_bytes`` are used, cut at the last complete
-  line, as RFC 9309 section 2.5 allows);
+  line, as RFC 9309 section 2.5 allows; a file over 32 KiB is parsed in a
+  worker thread, so that it does not hold up the fetches meanwhile);
 * 4xx except 429, too many redirects, a redirect loop or a bad redirect
   target: the file is "unavailable", everything is allowed;
 * 5xx, 429 or no answer at all: the file is "unreachable", everything is
@@ -58,6 +59,8 @@ PolicyKind = Literal["rules", "allow_all", "disallow_all"]
 # Redirect failures mean "unavailable" (RFC 9309 section 2.3.1.2), not "unreachable".
 _UNAVAILABLE_ERRORS = frozenset({ERROR_TOO_MANY_REDIRECTS, ERROR_REDIRECT_LOOP, ERROR_INVALID_REDIRECT})
 _TRANSIENT_ERRORS = frozenset({ERROR_CONNECT_TIMEOUT, ERROR_TIMEOUT})
+_PARSE_IN_THREAD_BYTES = 32 * 1024
+"""Files larger than this are parsed in a worker thread (tens of milliseconds and more)."""
 
 
 def origin_of(url_or_origin: str) -> str:
@@ -270,7 +273,14 @@ class RobotsCache:
         except Exception:
             self.stats.fetch_exceptions += 1
             raise
-        policy = self._policy_from(origin, response)
+        parsed: tuple[RobotsRules, bool] | None = None
+        if 200 <= response.status < 300:
+            body, truncated = self._cut(response.body, response.truncated)
+            if len(body) > _PARSE_IN_THREAD_BYTES:  # a big file would hold up every fetch while it is parsed
+                parsed = await asyncio.to_thread(self._parse, body, truncated)
+            else:
+                parsed = self._parse(body, truncated)
+        policy = self._policy_from(origin, response, parsed)
         self._store(policy)
         if self._on_loaded is not None:
             try:
@@ -286,14 +296,18 @@ class RobotsCache:
         )
         return policy
 
-    def _policy_from(self, origin: str, response: HttpResponse) -> RobotsPolicy:
+    def _parse(self, body: bytes, truncated: bool) -> tuple[RobotsRules, bool]:
+        return RobotsRules.parse(body, self._token, max_crawl_delay=self._max_crawl_delay), truncated
+
+    def _policy_from(
+        self, origin: str, response: HttpResponse, parsed: tuple[RobotsRules, bool] | None
+    ) -> RobotsPolicy:
         now = self._clock.now()
         status = response.status
-        if 200 <= status < 300:
-            body, truncated = self._cut(response.body, response.truncated)
+        if parsed is not None:
+            rules, truncated = parsed
             self.stats.parsed += 1
             self.stats.truncated += truncated
-            rules = RobotsRules.parse(body, self._token, max_crawl_delay=self._max_crawl_delay)
             return RobotsPolicy(origin, "rules", now, now + self._ttl, self._token, status, "", truncated, rules)
         unavailable = (400 <= status < 500 and status != 429) or (
             status == 0 and response.error_code in _UNAVAILABLE_ERRORS

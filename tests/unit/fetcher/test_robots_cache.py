@@ -193,6 +193,25 @@ async def test_a_huge_file_is_cut_at_max_bytes_on_a_line_boundary() -> None:
     assert robots.stats.truncated == 1
 
 
+async def test_a_big_file_is_parsed_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    threaded: list[object] = []
+    to_thread = asyncio.to_thread
+
+    async def recording(func, /, *args):  # type: ignore[no-untyped-def]
+        threaded.append(func)
+        return await to_thread(func, *args)
+
+    monkeypatch.setattr("services.fetcher.robots.asyncio.to_thread", recording)
+    small = make_cache(ScriptedFetch(answer(200, "User-agent: *\nDisallow: /a\n")), FakeClock())
+    assert not await small.allowed("http://site.test/a")
+    assert threaded == []
+    big_file = "User-agent: *\nDisallow: /a\n" + "".join(f"Disallow: /filler-{i}\n" for i in range(5_000))
+    big = make_cache(ScriptedFetch(answer(200, big_file)), FakeClock())
+    assert not await big.allowed("http://site.test/a")
+    assert not await big.allowed("http://site.test/filler-4999")
+    assert len(threaded) == 1
+
+
 async def test_a_cut_line_is_dropped_not_half_parsed() -> None:
     text = "User-agent: *\nDisallow: /a\nDisallow: /private-area\n"
     cut_inside_last_rule = text.index("/private-area") + 3  # would leave "Disallow: /pr"
