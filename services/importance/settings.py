@@ -22,7 +22,7 @@ class ImportanceSettings:
     )
     virtual_share: float = setting(
         "TRAWL_IMPORTANCE_VIRTUAL_SHARE",
-        0.15,
+        0.05,
         "Share of a crawled page's cash that goes to the virtual page (all of it when the page has no"
         " followed out-link); the rest is shared equally by its out-links.",
     )
@@ -39,12 +39,13 @@ class ImportanceSettings:
         "Sliding window T of AOPIC's history for a changing graph, in days (the 2003 paper's 4 months).",
     )
     home_weight: float = setting(
-        "TRAWL_IMPORTANCE_HOME_WEIGHT", 256.0,
-        "Discovery weight of a site's home page, times its known site size (see site_size_exponent).",
+        "TRAWL_IMPORTANCE_HOME_WEIGHT", 1.0,
+        "Discovery weight of a site's home page, times the other known pages of its site (see"
+        " site_size_exponent): the in-links its navigation can bring.",
     )
     index_weight: float = setting(
-        "TRAWL_IMPORTANCE_INDEX_WEIGHT", 16.0,
-        "Discovery weight of a directory index page (path ending in /), times its known site size.",
+        "TRAWL_IMPORTANCE_INDEX_WEIGHT", 1.0,
+        "Discovery weight of a directory index page (path ending in /), times the other known pages of its site.",
     )
     page_weight: float = setting(
         "TRAWL_IMPORTANCE_PAGE_WEIGHT", 0.0,
@@ -53,8 +54,8 @@ class ImportanceSettings:
     )
     site_size_exponent: float = setting(
         "TRAWL_IMPORTANCE_SITE_SIZE_EXPONENT", 1.0,
-        "Exponent of the known site size (URLs of the host) in the discovery weight of home and index pages;"
-        " 0 with all three weights at 1: textbook AOPIC (equal shares).",
+        "Exponent of the other known pages of the site (URLs of the host less the page) in the discovery weight"
+        " of home and index pages; 0 with all three weights at 1: textbook AOPIC (equal shares).",
     )
     announce_growth: float = setting(
         "TRAWL_IMPORTANCE_ANNOUNCE_GROWTH", 1.0,
@@ -62,7 +63,7 @@ class ImportanceSettings:
         " factor (1: doubled) from dividends alone.",
     )
     announce_min_change: float = setting(
-        "TRAWL_IMPORTANCE_ANNOUNCE_MIN_CHANGE", 1.0,
+        "TRAWL_IMPORTANCE_ANNOUNCE_MIN_CHANGE", 0.25,
         "A page whose cash moved by at most this share since it was last announced is not announced again"
         " (its first announcement, and its visit, always are): fewer importance updates for pages that"
         " collect many small shares.",

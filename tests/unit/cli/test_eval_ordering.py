@@ -123,7 +123,7 @@ def test_the_continuous_crawl_revisits_pages_until_every_page_was_fetched_and_co
     assert steady["spearman"] == steady["spearman_when_stopped"]
     no_replays = evaluate(graph, ("aopic",), ImportanceSettings(replays_per_visit=0.0), seed=3)
     assert steady["spearman"] > no_replays["spearman"]["aopic"]["all_crawled"]  # the revisits passed cash on
-    assert math.isclose(steady["conservation"]["accounted"], 100.0, rel_tol=1e-12)
+    assert math.isclose(steady["conservation"]["accounted"], 100.0, rel_tol=1e-9)  # rounding over many fetches
     shares = steady["pagerank_share"]
     assert shares == sorted(shares) and len(shares) == len(MARKS)
     assert steady["ratio_to_omniscient"] == pytest.approx(
@@ -135,11 +135,11 @@ def test_the_continuous_crawl_revisits_pages_until_every_page_was_fetched_and_co
 
 
 def test_the_continuous_order_fetches_a_page_again_once_its_cash_is_the_highest() -> None:
-    # a home page linking to b and c, b linking back, c without links (default settings: 15% to the virtual page,
-    # which pays all pages once no home or index page is left uncrawled)
+    # a home page linking to b and c, b linking back, c without links (15% to the virtual page, which pays all
+    # pages once no home or index page is left uncrawled)
     graph = CrawlGraph(["http://a.example/", "http://a.example/b.html", "http://a.example/c.html"],
                        [[1, 2], [0], []], [0])
-    crawl = ImportanceCrawl(graph, ImportanceSettings(replays_per_visit=0.0).opic_config(1))  # fetches only
+    crawl = ImportanceCrawl(graph, ImportanceSettings(replays_per_visit=0.0, virtual_share=0.15).opic_config(1))
     order = continuous_order(crawl)
     assert [next(order) for _ in range(2)] == [0, 1]  # 100 from the home page: 42.5 each to b and c, 5 each back
     # b's 47.5: 40.375 to the home page, 2.375 to each page; the home page (47.75) beats c (47.5 announced)
