@@ -50,7 +50,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.fetcher.robots_paths import (
     DECODED,
@@ -144,15 +144,45 @@ class Rule:
         return path.find(self.tail, at) >= 0
 
 
+_INDEXED_RULES = 32
+"""A rule set with more rules than this looks up the rules whose fixed head begins the path."""
+
+
 @dataclass(frozen=True, eq=False)
 class RuleSet:
     """The rules of the groups that apply to us, in one reading; longest match wins, allow on a tie."""
 
     rules: tuple[Rule, ...]
     """Longest first, allows before disallows of the same length: the first rule that matches decides."""
+    _by_head: dict[str, list[int]] = field(init=False, repr=False)
+    _head_lengths: tuple[int, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_head: dict[str, list[int]] = {}
+        if len(self.rules) > _INDEXED_RULES:
+            for position, rule in enumerate(self.rules):
+                by_head.setdefault(rule.head, []).append(position)
+        object.__setattr__(self, "_by_head", by_head)
+        object.__setattr__(self, "_head_lengths", tuple(sorted({len(head) for head in by_head})))
 
     def allowed(self, path: str) -> bool:
+        if self._by_head:
+            return self._allowed_indexed(path)
         for rule in self.rules:
+            if rule.matches(path):
+                return rule.allow
+        return True
+
+    def _allowed_indexed(self, path: str) -> bool:
+        candidates: list[int] = []
+        for length in self._head_lengths:
+            if length > len(path):
+                break
+            positions = self._by_head.get(path[:length])
+            if positions:
+                candidates.extend(positions)
+        for position in sorted(candidates):
+            rule = self.rules[position]
             if rule.matches(path):
                 return rule.allow
         return True

@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.fetcher.robots_paths import url_path
-from services.fetcher.robots_rules import MAX_LINE_BYTES, RobotsRules, token_readings
+from services.fetcher.robots_rules import MAX_LINE_BYTES, RobotsRules, Rule, RuleSet, token_readings
 
 SITE = "http://site.test"
 
@@ -165,3 +167,26 @@ def test_many_wildcards_against_a_long_path_stay_fast() -> None:
     started = time.perf_counter()
     assert rules.allowed(SITE + "/" + "a" * 5000)
     assert time.perf_counter() - started < 0.5
+
+
+_PIECES = st.sampled_from(["/", "a", "b", "ab", "*", ".php", "?", "=", "%2A"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), st.lists(_PIECES, min_size=1, max_size=5), st.booleans()), min_size=33,
+             max_size=60),
+    st.lists(st.lists(_PIECES.filter(lambda p: p != "*"), max_size=6), min_size=1, max_size=10),
+)
+def test_a_big_rule_set_looks_up_heads_and_decides_as_a_scan_would(
+    specs: list[tuple[bool, list[str], bool]], paths: list[list[str]]
+) -> None:
+    rules = sorted(
+        (Rule.of(allow, "/" + "".join(pieces) + ("$" if anchored else "")) for allow, pieces, anchored in specs),
+        key=lambda r: (-r.priority, not r.allow),
+    )
+    indexed = RuleSet(tuple(rules))
+    for pieces in paths:
+        path = "/" + "".join(pieces)
+        scanned = next((rule.allow for rule in rules if rule.matches(path)), True)
+        assert indexed.allowed(path) == scanned, path
