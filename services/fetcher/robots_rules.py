@@ -36,7 +36,7 @@ in more than one way, a URL is allowed only if **every** reading allows it
   colon after a known key forgiven, any Unicode space trimmed, a line that
   is not UTF-8 read as cp1252);
 * a path and a pattern: as given, in RFC 3986 normal form, and decoded
-  (:mod:`services.fetcher.robots_paths`); a Disallow pattern ending in ``$``
+  (:mod:`services.fetcher.robots_patterns`); a Disallow pattern ending in ``$``
   also disallows the literal ``$``.
 
 Crawl-delay (and Request-rate, as seconds per request) of the groups that
@@ -50,19 +50,11 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from services.fetcher.robots_paths import (
-    DECODED,
-    NORMAL,
-    READINGS,
-    is_plain,
-    path_readings,
-    pattern_readings,
-    url_path,
-)
+from services.fetcher.robots_patterns import READINGS, RuleSet, compile_rules, is_plain, path_readings, url_path
 
-__all__ = ["MAX_LINE_BYTES", "RobotsRules", "Rule", "RuleSet", "token_readings"]
+__all__ = ["MAX_LINE_BYTES", "RobotsRules", "token_readings"]
 
 MAX_LINE_BYTES = 2083 * 8 - 1
 """Bytes of one line that are read (Google's parser: eight times the longest URL browsers accept)."""
@@ -100,135 +92,6 @@ def _key_type(key: str) -> int | None:
         if key.startswith(prefix):
             return kind
     return None
-
-
-# --- rules ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One allow or disallow pattern, ready to match."""
-
-    allow: bool
-    pattern: str
-    priority: int
-    head: str
-    middle: tuple[str, ...]
-    tail: str | None
-    """The last piece after a ``*``; None when the pattern has no wildcard."""
-    anchored: bool
-
-    @classmethod
-    def of(cls, allow: bool, pattern: str, priority: int | None = None) -> Rule:
-        anchored = pattern.endswith("$")
-        body = pattern[:-1] if anchored else pattern
-        pieces = body.split("*")
-        head = pieces[0]
-        tail = pieces[-1] if len(pieces) > 1 else None
-        middle = tuple(p for p in pieces[1:-1] if p)
-        return cls(allow, pattern, len(pattern) if priority is None else priority, head, middle, tail, anchored)
-
-    def matches(self, path: str) -> bool:
-        if not path.startswith(self.head):
-            return False
-        if self.tail is None:
-            return not self.anchored or len(path) == len(self.head)
-        at = len(self.head)
-        for piece in self.middle:
-            found = path.find(piece, at)
-            if found < 0:
-                return False
-            at = found + len(piece)
-        if self.anchored:
-            return path.endswith(self.tail) and len(path) - len(self.tail) >= at
-        return path.find(self.tail, at) >= 0
-
-
-_INDEXED_RULES = 32
-"""A rule set with more rules than this looks up the rules whose fixed head begins the path."""
-
-
-@dataclass(frozen=True, eq=False)
-class RuleSet:
-    """The rules of the groups that apply to us, in one reading; longest match wins, allow on a tie."""
-
-    rules: tuple[Rule, ...]
-    """Longest first, allows before disallows of the same length: the first rule that matches decides."""
-    _by_head: dict[str, list[int]] = field(init=False, repr=False)
-    _head_lengths: tuple[int, ...] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        by_head: dict[str, list[int]] = {}
-        if len(self.rules) > _INDEXED_RULES:
-            for position, rule in enumerate(self.rules):
-                by_head.setdefault(rule.head, []).append(position)
-        object.__setattr__(self, "_by_head", by_head)
-        object.__setattr__(self, "_head_lengths", tuple(sorted({len(head) for head in by_head})))
-
-    def allowed(self, path: str) -> bool:
-        if self._by_head:
-            return self._allowed_indexed(path)
-        for rule in self.rules:
-            if rule.matches(path):
-                return rule.allow
-        return True
-
-    def _allowed_indexed(self, path: str) -> bool:
-        candidates: list[int] = []
-        for length in self._head_lengths:
-            if length > len(path):
-                break
-            positions = self._by_head.get(path[:length])
-            if positions:
-                candidates.extend(positions)
-        for position in sorted(candidates):
-            rule = self.rules[position]
-            if rule.matches(path):
-                return rule.allow
-        return True
-
-
-def _rules(allow: bool, pattern: str) -> list[Rule]:
-    rules = [Rule.of(allow, pattern)]
-    if allow:
-        index_at = pattern.rfind("/")
-        if pattern[index_at:].startswith("/index.htm"):
-            # Google: allowing a directory's index page allows the directory itself.
-            rules.append(Rule.of(True, pattern[: index_at + 1] + "$"))
-    elif pattern.endswith("$"):
-        # The final "$" may have been meant as a literal dollar sign: that path is disallowed too.
-        rules.append(Rule.of(False, pattern[:-1] + "%24", len(pattern)))
-    return rules
-
-
-def _compile(rules: Iterable[tuple[bool, str]]) -> tuple[RuleSet, ...]:
-    """One rule set per reading; a reading whose patterns are those of the one before shares its set."""
-    per_reading: tuple[list[Rule], ...] = ([], [], [])
-    same = [True, True, True]
-    for allow, value in rules:
-        if not value:
-            continue  # an empty pattern matches nothing
-        patterns = pattern_readings(value)
-        compiled = _rules(allow, patterns[0])
-        per_reading[0].extend(compiled)
-        for reading in (NORMAL, DECODED):
-            if patterns[reading] != patterns[reading - 1]:
-                same[reading] = False
-            if patterns[reading] != patterns[0]:
-                per_reading[reading].extend(_rules(allow, patterns[reading]))
-            else:
-                per_reading[reading].extend(compiled)
-    sets: list[RuleSet] = []
-    for reading, out in enumerate(per_reading):
-        if reading and same[reading]:
-            sets.append(sets[-1])
-            continue
-        out.sort(key=lambda r: (-r.priority, not r.allow))
-        sets.append(RuleSet(tuple(out)))
-    return tuple(sets)
-
-
-# --- groups -----------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -431,7 +294,7 @@ class RobotsRules:
                     if rules not in chosen:
                         chosen.append(rules)
                     delays.extend(d for group in applying for d in group.delays)
-        compiled = [_compile(rules) for rules in chosen]
+        compiled = [compile_rules(rules) for rules in chosen]
         rule_sets = tuple(tuple(dict.fromkeys(sets[reading] for sets in compiled)) for reading in READINGS)
         plain = tuple(dict.fromkeys(rule_set for sets in rule_sets for rule_set in sets))
         delay = max(delays) if delays else None

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.fetcher.robots_paths import url_path
-from services.fetcher.robots_rules import MAX_LINE_BYTES, RobotsRules, Rule, RuleSet, token_readings
+from services.fetcher.robots_patterns import Rule, RuleSet, url_path
+from services.fetcher.robots_rules import MAX_LINE_BYTES, RobotsRules, token_readings
 
 SITE = "http://site.test"
 

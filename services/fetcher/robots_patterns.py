@@ -1,4 +1,4 @@
-"""How robots.txt reads a URL's path and a rule's pattern: in each of three readings.
+"""robots.txt patterns and paths: how each is read, in three readings, and how a pattern matches a path.
 
 * *as given* (Google's parser: the caller percent-encodes the URL): the path as
   it is in the URL, with the hex digits of its escapes in upper case; the
@@ -15,13 +15,22 @@
 
 A path made only of characters that every reading leaves alone (most paths)
 is *plain*: it reads the same in all three.
+
+A pattern matches a path from its start: ``*`` matches any characters, a
+final ``$`` the end of the path. Of the rules that match, the longest
+pattern decides, an allow winning a tie (RFC 9309 section 2.2.2).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-__all__ = ["DECODED", "LITERAL", "NORMAL", "READINGS", "is_plain", "path_readings", "pattern_readings", "url_path"]
+__all__ = [
+    "DECODED", "LITERAL", "NORMAL", "READINGS", "Rule", "RuleSet", "compile_rules", "is_plain", "path_readings",
+    "pattern_readings", "url_path",
+]
 
 _HEX = "0123456789ABCDEF"
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -206,3 +215,126 @@ def pattern_readings(value: str) -> tuple[str, str, str]:
         value = "/" + value  # a path pattern starts with "/" (RFC 9309); some files leave it out
     return literal, _normal(value, pattern=True, decode_reserved=False), _normal(value, pattern=True,
                                                                                  decode_reserved=True)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One allow or disallow pattern, ready to match."""
+
+    allow: bool
+    pattern: str
+    priority: int
+    head: str
+    middle: tuple[str, ...]
+    tail: str | None
+    """The last piece after a ``*``; None when the pattern has no wildcard."""
+    anchored: bool
+
+    @classmethod
+    def of(cls, allow: bool, pattern: str, priority: int | None = None) -> Rule:
+        anchored = pattern.endswith("$")
+        body = pattern[:-1] if anchored else pattern
+        pieces = body.split("*")
+        head = pieces[0]
+        tail = pieces[-1] if len(pieces) > 1 else None
+        middle = tuple(p for p in pieces[1:-1] if p)
+        return cls(allow, pattern, len(pattern) if priority is None else priority, head, middle, tail, anchored)
+
+    def matches(self, path: str) -> bool:
+        if not path.startswith(self.head):
+            return False
+        if self.tail is None:
+            return not self.anchored or len(path) == len(self.head)
+        at = len(self.head)
+        for piece in self.middle:
+            found = path.find(piece, at)
+            if found < 0:
+                return False
+            at = found + len(piece)
+        if self.anchored:
+            return path.endswith(self.tail) and len(path) - len(self.tail) >= at
+        return path.find(self.tail, at) >= 0
+
+
+_INDEXED_RULES = 32
+"""A rule set with more rules than this looks up the rules whose fixed head begins the path."""
+
+
+@dataclass(frozen=True, eq=False)
+class RuleSet:
+    """The rules of the groups that apply to us, in one reading; longest match wins, allow on a tie."""
+
+    rules: tuple[Rule, ...]
+    """Longest first, allows before disallows of the same length: the first rule that matches decides."""
+    _by_head: dict[str, list[int]] = field(init=False, repr=False)
+    _head_lengths: tuple[int, ...] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        by_head: dict[str, list[int]] = {}
+        if len(self.rules) > _INDEXED_RULES:
+            for position, rule in enumerate(self.rules):
+                by_head.setdefault(rule.head, []).append(position)
+        object.__setattr__(self, "_by_head", by_head)
+        object.__setattr__(self, "_head_lengths", tuple(sorted({len(head) for head in by_head})))
+
+    def allowed(self, path: str) -> bool:
+        if self._by_head:
+            return self._allowed_indexed(path)
+        for rule in self.rules:
+            if rule.matches(path):
+                return rule.allow
+        return True
+
+    def _allowed_indexed(self, path: str) -> bool:
+        candidates: list[int] = []
+        for length in self._head_lengths:
+            if length > len(path):
+                break
+            positions = self._by_head.get(path[:length])
+            if positions:
+                candidates.extend(positions)
+        for position in sorted(candidates):
+            rule = self.rules[position]
+            if rule.matches(path):
+                return rule.allow
+        return True
+
+
+def _rules(allow: bool, pattern: str) -> list[Rule]:
+    rules = [Rule.of(allow, pattern)]
+    if allow:
+        index_at = pattern.rfind("/")
+        if pattern[index_at:].startswith("/index.htm"):
+            # Google: allowing a directory's index page allows the directory itself.
+            rules.append(Rule.of(True, pattern[: index_at + 1] + "$"))
+    elif pattern.endswith("$"):
+        # The final "$" may have been meant as a literal dollar sign: that path is disallowed too.
+        rules.append(Rule.of(False, pattern[:-1] + "%24", len(pattern)))
+    return rules
+
+
+def compile_rules(rules: Iterable[tuple[bool, str]]) -> tuple[RuleSet, ...]:
+    """One rule set per reading; a reading whose patterns are those of the one before shares its set."""
+    per_reading: tuple[list[Rule], ...] = ([], [], [])
+    same = [True, True, True]
+    for allow, value in rules:
+        if not value:
+            continue  # an empty pattern matches nothing
+        patterns = pattern_readings(value)
+        compiled = _rules(allow, patterns[0])
+        per_reading[0].extend(compiled)
+        for reading in (NORMAL, DECODED):
+            if patterns[reading] != patterns[reading - 1]:
+                same[reading] = False
+            if patterns[reading] != patterns[0]:
+                per_reading[reading].extend(_rules(allow, patterns[reading]))
+            else:
+                per_reading[reading].extend(compiled)
+    sets: list[RuleSet] = []
+    for reading, out in enumerate(per_reading):
+        if reading and same[reading]:
+            sets.append(sets[-1])
+            continue
+        out.sort(key=lambda r: (-r.priority, not r.allow))
+        sets.append(RuleSet(tuple(out)))
+    return tuple(sets)
