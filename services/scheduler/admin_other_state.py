@@ -1,15 +1,14 @@
 """What other services keep about a URL, read for the admin API's URL report and top pages.
 
-The importance service's OPIC state (``importance.pages``) and the linkbase's fetch history
-and content versions (``linkbase.fetch_history``, ``linkbase.page_versions``) live in the
-same database, in schemas the scheduler does not own and whose columns may change. Each read
-here is one statement in its own savepoint that takes a row as JSON and picks the fields it
-knows, so a renamed or missing column leaves a field out and a missing table (another
-database, a schema not migrated yet, no right to read it) gives None: the report then says
-what the scheduler itself knows (the priority the importance updates gave it). The linkbase
-partitions its tables by host id: a URL's history is read with its host's id, taken from
-``linkbase.hosts`` by name, so one partition's index answers; a link base without host ids
-is read by URL fingerprint alone.
+The importance service's OPIC estimates and the linkbase's fetch history and content
+versions live in the same database, in schemas the scheduler does not own: it reads them
+only through the read views their owners publish (``importance.v_pages_v1``,
+``linkbase.v_fetch_history_v1``, ``linkbase.v_page_versions_v1``; their migrations create
+them). Each read here is one statement in its own savepoint that takes a row as JSON and
+picks the fields it knows, and a view that is not there (another database, a schema not
+migrated yet, no right to read it) gives None: the report then says what the scheduler
+itself knows (the priority the importance updates gave it). A URL's history is read by its
+host and fingerprint: the host finds the linkbase partition.
 
 The change rate of a page is Cho and Garcia-Molina's estimator over its content versions
 (``services/scheduler/freshness/estimator.py``, the one the revisit planner uses).
@@ -30,7 +29,7 @@ from services.scheduler.freshness.estimator import change_rate, history_of_versi
 
 log = logging.getLogger(__name__)
 DAY = 86400.0
-_TOLERATED = (  # the table, a column or the schema is not there, or not ours to read
+_TOLERATED = (  # the view, a column or the schema is not there, or not ours to read
     psycopg.errors.UndefinedTable,
     psycopg.errors.UndefinedColumn,
     psycopg.errors.UndefinedFunction,
@@ -101,7 +100,7 @@ async def _rows(db: Database, query: str, params: Sequence[Any]) -> list[dict[st
 
 
 async def importance_of(db: Database, url_fp: int) -> ImportanceRow | None:
-    rows = await _rows(db, "SELECT to_jsonb(p) FROM importance.pages p WHERE p.url_fp = %s", (url_fp,))
+    rows = await _rows(db, "SELECT to_jsonb(p) FROM importance.v_pages_v1 p WHERE p.url_fp = %s", (url_fp,))
     if not rows:
         return None
     row = rows[0]
@@ -114,7 +113,7 @@ async def top_importance(db: Database, limit: int, host: str = "") -> list[tuple
     rows = await _rows(
         db,
         "SELECT jsonb_build_object('url_fp', p.url_fp, 'url', p.url, 'host', p.host, 'cash', p.cash,"
-        " 'history', p.history) FROM importance.pages p " + where
+        " 'history', p.history) FROM importance.v_pages_v1 p " + where
         + "ORDER BY p.history + p.cash DESC, p.url_fp LIMIT %s",
         (host, limit) if host else (limit,),
     )
@@ -124,25 +123,18 @@ async def top_importance(db: Database, limit: int, host: str = "") -> list[tuple
              _float(r, "history")) for r in rows]
 
 
-async def _by_host(db: Database, table: str, url_fp: int, host: str, limit: int) -> list[dict[str, Any]] | None:
-    """Rows of ``linkbase.<table>`` for one URL, newest first, found through its host's id if there is one."""
-    partitioned = await _rows(
-        db,
-        f"SELECT to_jsonb(t) FROM linkbase.{table} t WHERE t.url_fp = %s"
-        " AND t.host_id IN (SELECT h.host_id FROM linkbase.hosts h WHERE h.host = %s)"
-        " ORDER BY t.fetched_at DESC LIMIT %s",
-        (url_fp, host, limit),
-    )
-    if partitioned is not None:
-        return partitioned
-    return await _rows(
-        db, f"SELECT to_jsonb(t) FROM linkbase.{table} t WHERE t.url_fp = %s ORDER BY t.fetched_at DESC LIMIT %s",
-        (url_fp, limit),
-    )
+_FETCH_HISTORY = (
+    "SELECT to_jsonb(t) FROM linkbase.v_fetch_history_v1 t WHERE t.host = %s AND t.url_fp = %s"
+    " ORDER BY t.fetched_at DESC LIMIT %s"
+)
+_VERSIONS = (
+    "SELECT to_jsonb(t) FROM linkbase.v_page_versions_v1 t WHERE t.host = %s AND t.url_fp = %s"
+    " ORDER BY t.fetched_at DESC LIMIT %s"
+)
 
 
 async def fetch_history(db: Database, url_fp: int, host: str, limit: int) -> list[FetchRow]:
-    rows = await _by_host(db, "fetch_history", url_fp, host, limit)
+    rows = await _rows(db, _FETCH_HISTORY, (host, url_fp, limit))
     return [
         FetchRow(str(r.get("request_id", "")), _int(r, "attempt"), _int(r, "status"), _int(r, "http_status"),
                  _time(r, "fetched_at"), _int(r, "elapsed_ms"), str(r.get("error") or ""))
@@ -152,7 +144,7 @@ async def fetch_history(db: Database, url_fp: int, host: str, limit: int) -> lis
 
 async def versions(db: Database, url_fp: int, host: str, limit: int) -> list[VersionRow]:
     """Content versions of the page, newest first."""
-    rows = await _by_host(db, "page_versions", url_fp, host, limit)
+    rows = await _rows(db, _VERSIONS, (host, url_fp, limit))
     return [VersionRow(_time(r, "fetched_at"), str(r.get("content_fp", "")), _time(r, "published_at"))
             for r in rows or []]
 

@@ -21,7 +21,7 @@ and the last time it was seen are kept in ``scheduler.state`` and refreshed ever
 URLs first seen since ``WINDOW`` before that last sighting are reconciled, once: the
 state moves to the new id in the transaction that queues the pages again, after the
 rediscovered URLs were acknowledged, so a crash half-way only repeats idempotent work.
-The link base is read through its read view ``linkbase.urls_v1``, never its tables.
+The link base is read through its read view ``linkbase.v_urls_v1``, never its tables.
 """
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ _PUT_STATE = (
 )
 _UNANNOUNCED = (
     "SELECT u.url, u.host, coalesce(u.depth, 0), (extract(epoch FROM u.first_seen) * 1000)::bigint"
-    " FROM linkbase.urls_v1 u LEFT JOIN scheduler.frontier f ON f.url_fp = u.url_fp"
+    " FROM linkbase.v_urls_v1 u LEFT JOIN scheduler.frontier f ON f.url_fp = u.url_fp"
     " WHERE u.announce_state = 2 AND u.first_seen >= to_timestamp(%s) AND f.url_fp IS NULL"
 )
 _REFETCH = (
     "UPDATE scheduler.frontier f SET status = 'queued', attempts = 0, next_fetch_at = now(),"
     " last_error = 'fetched before a broker lost its data; its links never reached the link base'"
-    " FROM linkbase.urls_v1 u"
+    " FROM linkbase.v_urls_v1 u"
     " WHERE u.url_fp = f.url_fp AND f.status = 'fetched' AND f.fetched_at >= to_timestamp(%s) AND NOT u.fetched"
     " RETURNING f.host"
 )

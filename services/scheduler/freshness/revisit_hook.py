@@ -57,8 +57,8 @@ VERSIONS = 100  # newest content versions a page's change rate is estimated from
 # fingerprints: 6 ms in text, 0.5 ms in binary).
 _VERSIONS_SQL = """
 SELECT v.url_fp, v.fetched_at, v.content_fp
-FROM linkbase.page_versions AS v JOIN linkbase.hosts AS h ON h.host_id = v.host_id
-WHERE h.host = ANY(%b::text[]) AND v.url_fp = ANY(%b::bigint[])
+FROM linkbase.v_page_versions_v1 AS v
+WHERE v.host = ANY(%b::text[]) AND v.url_fp = ANY(%b::bigint[])
 ORDER BY v.url_fp, v.fetched_at
 """
 
