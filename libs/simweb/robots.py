@@ -5,7 +5,7 @@ values and answers ``allowed`` from them directly (RFC 9309 semantics: the group
 naming the crawler's product token wins over ``*``; the longest matching rule
 decides, ``Allow`` winning ties; a 404 file allows everything; a 5xx file
 disallows everything). The served text is rendered from the same values, and a
-test cross-checks it against protego, the parser the fetcher uses.
+test cross-checks it against the fetcher's own robots.txt matcher.
 """
 
 from __future__ import annotations

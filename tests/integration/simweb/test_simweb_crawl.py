@@ -12,10 +12,10 @@ from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
 import aiohttp
-from protego import Protego
 
 from libs.simweb import SimClock, SimWebConfig, SimWebServer, build_web
 from libs.simweb.log_checks import robots_violations
+from services.fetcher.robots_rules import RobotsRules
 
 
 class _Page(HTMLParser):
@@ -33,7 +33,7 @@ class _Page(HTMLParser):
 
 
 async def _crawl(seeds: list[str], proxy: str) -> set[str]:
-    robots: dict[str, Protego | None] = {}
+    robots: dict[str, RobotsRules | None] = {}
     fetched: set[str] = set()
     seen = set(seeds)
     queue: asyncio.Queue[str] = asyncio.Queue()
@@ -45,13 +45,13 @@ async def _crawl(seeds: list[str], proxy: str) -> set[str]:
             host = urlsplit(url).hostname or ""
             if host not in robots:
                 async with session.get(f"http://{host}/robots.txt", proxy=proxy) as response:
-                    body = await response.text()
+                    body = await response.read()
                     # RFC 9309: 4xx allows everything, 5xx disallows everything
-                    robots[host] = Protego.parse(body) if response.status == 200 else None
+                    robots[host] = RobotsRules.parse(body, "trawl") if response.status == 200 else None
                     if response.status >= 500:
-                        robots[host] = Protego.parse("User-agent: *\nDisallow: /")
+                        robots[host] = RobotsRules.parse(b"User-agent: *\nDisallow: /", "trawl")
             parser = robots[host]
-            return parser is None or parser.can_fetch(url, "trawl")
+            return parser is None or parser.allowed(url)
 
         async def worker() -> None:
             while True:
