@@ -43,7 +43,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import mmh3
 import psycopg
 
 from bench.harness import REPO, add_postgres_options, base_parser, fresh_database, machine, throwaway_postgres
@@ -53,6 +52,7 @@ from libs.common.db.settings import DatabaseSettings
 from libs.common.kafka.consumer import Record
 from libs.common.settings import load_settings
 from libs.common.topics import PAGE_LINKS
+from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalPostgres
 from services.linkbase.batch import build_batch
@@ -119,12 +119,6 @@ WHERE n.nspname = 'linkbase' AND (c.relkind = 'i' OR (c.relkind = 'r' AND c.reln
 """
 
 
-def _fp(url: str) -> int:
-    """The URL fingerprint of an already normalised URL (what url_fingerprint computes for it)."""
-    value: int = mmh3.hash64(url.encode(), seed=0, signed=True)[0]
-    return value
-
-
 def host_name(h: int) -> str:
     return f"h{h}.test"
 
@@ -145,8 +139,8 @@ def stored_graph(first_page: int, pages: int) -> Iterator[tuple[int, int, list[i
     """Pages ``first_page`` .. of the stored graph: (host, page number, target fingerprints)."""
     for n in range(first_page, first_page + pages):
         h = n % HOSTS
-        targets = [_fp(nav_url(h, i)) for i in range(NAV)]
-        targets += [_fp(new_url(h, n, i)) for i in range(LINKS_PER_PAGE - NAV)]
+        targets = [normalized_fingerprint(nav_url(h, i)) for i in range(NAV)]
+        targets += [normalized_fingerprint(new_url(h, n, i)) for i in range(LINKS_PER_PAGE - NAV)]
         yield h, n, targets
 
 
@@ -170,7 +164,7 @@ def bulk_load(dsn: str, first_page: int, pages: int, prewarm: bool = True) -> fl
                 copy.set_types(["int8", "int8", "text", "int4", "int2"])
                 for h in range(HOSTS):
                     for i in range(NAV):
-                        copy.write_row((hids[h], _fp(nav_url(h, i)), nav_url(h, i), 1, 2))
+                        copy.write_row((hids[h], normalized_fingerprint(nav_url(h, i)), nav_url(h, i), 1, 2))
         with conn.cursor().copy(
             "COPY linkbase.urls (host_id, url_fp, url, depth, announce_state, fetched, links_at) FROM STDIN"
             " (FORMAT BINARY)"
@@ -182,7 +176,7 @@ def bulk_load(dsn: str, first_page: int, pages: int, prewarm: bool = True) -> fl
             links.set_types(["int8", "int8", "int8", "int8", "text", "int2"])
             fetched = dt.datetime.fromtimestamp(FETCHED_AT_MS / 1000, tz=dt.UTC)
             for h, n, targets in stored_graph(first_page, pages):
-                hid, source = hids[h], _fp(page_url(h, n))
+                hid, source = hids[h], normalized_fingerprint(page_url(h, n))
                 urls.write_row((hid, source, page_url(h, n), 1, 2, True, fetched))
                 for i in range(NAV, LINKS_PER_PAGE):
                     urls.write_row((hid, targets[i], new_url(h, n, i - NAV), 2, 2, False, None))
