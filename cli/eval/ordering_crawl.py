@@ -30,7 +30,7 @@ from services.importance.settings import ImportanceSettings
 from services.importance.shard import Shard
 from services.scheduler.priority import crawl_priority
 
-POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "omniscient", "known_pagerank")
+POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "omniscient", "known_pagerank", "in_links")
 TOTAL_CASH = 100.0
 
 
@@ -288,6 +288,26 @@ def known_pagerank(graph: CrawlGraph, damping: float = 0.85, refresh: float = 0.
             next_refresh = len(crawled) + max(1, min(50, int(refresh * len(crawled))))
 
 
+def in_links(graph: CrawlGraph) -> Iterator[int]:
+    """A reference: the discovered page with the most in-links from crawled pages first (backlink count)."""
+    count: dict[int, int] = {}
+    done = bytearray(graph.size)
+    heap: list[tuple[int, int]] = []
+    for s in dict.fromkeys(graph.seeds):
+        count[s] = 1
+        heapq.heappush(heap, (-1, s))
+    while heap:
+        value, node = heapq.heappop(heap)
+        if done[node] or -value != count[node]:
+            continue
+        done[node] = 1
+        yield node
+        for t in graph.out[node]:
+            if not done[t]:
+                count[t] = count.get(t, 0) + 1
+                heapq.heappush(heap, (-count[t], t))
+
+
 def policy_order(name: str, graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings,
                  partitions: int, seed: int) -> tuple[Iterator[int], ImportanceCrawl | None]:
     """The crawl order of policy ``name`` and, for the OPIC family, its importance state."""
@@ -305,4 +325,6 @@ def policy_order(name: str, graph: CrawlGraph, rank: np.ndarray, settings: Impor
         return omniscient(graph, rank), None
     if name == "known_pagerank":
         return known_pagerank(graph), None
+    if name == "in_links":
+        return in_links(graph), None
     raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
