@@ -34,7 +34,7 @@ from cli.eval.ordering_copying import CopyingConfig, build_copying_graph
 from cli.eval.ordering_datasets import DATA, read_edges
 from cli.eval.ordering_graph import CrawlGraph, GraphFormatError, generate
 
-SUITE_POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "known_pagerank")
+SUITE_POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "known_pagerank", "in_links")
 SEEDS_PER_GRAPH = 10
 DEFAULT_PAGES = 20_000
 
