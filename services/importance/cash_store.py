@@ -88,7 +88,8 @@ class Commit:
     delta: bytes
     outbox: list[OutboxRow] = field(default_factory=list)
     acknowledged: dict[int, int] = field(default_factory=dict)
-    """Destination -> last sequence the broker acknowledged: those outbox rows are removed."""
+    """Destination -> last sequence the broker acknowledged. Not what leaves the outbox: a transfer leaves it when
+    its destination applies it (an acknowledged one can still be lost with a broker that loses its data)."""
 
 
 def _totals_json(totals: Totals) -> Jsonb:
@@ -196,13 +197,14 @@ class CashStore:
                          [r.key for r in rows], [r.cash for r in rows],
                          [zlib.compress(r.payload, LEVEL) for r in rows]),
                     )
-                if c.acknowledged:
-                    dests = sorted(c.acknowledged)
-                    await conn.execute(
-                        "DELETE FROM importance.outbox o USING unnest(%s::int[], %s::bigint[]) AS a(d, s)"
-                        " WHERE o.partition = %s AND o.destination = a.d AND o.sequence <= a.s",
-                        (dests, [c.acknowledged[d] for d in dests], c.partition),
-                    )
+                # A transfer leaves its sender's outbox when this, its destination, applies it, not when the
+                # broker acknowledged it: a broker that loses its data (restarted empty) takes transfers it
+                # acknowledged, and the sender's next load sends again what is left.
+                await conn.execute(
+                    "DELETE FROM importance.outbox o"
+                    " WHERE o.destination = %s AND o.sequence <= (%s::bigint[])[o.partition + 1]",
+                    (c.partition, c.received_seq),
+                )
 
     async def snapshot(self, partition: int, version: int, chunks: Sequence[bytes], audited: float,
                        expected: float, published: Sequence[Published] = ()) -> None:

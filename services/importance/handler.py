@@ -2,7 +2,8 @@
 
 Both inputs are keyed by URL fingerprint and co-partitioned (the consumer uses the range
 assignor), so a record's partition number is the partition whose state it changes.
-Records already applied (offset below the one stored with the state) and transfers
+Records already applied (offset below the one stored with the state, for the topic's
+incarnation: :mod:`libs.common.kafka.stored_offsets`) and transfers
 already applied (sequence at or below the last one from their source) are skipped, so a
 batch delivered again changes nothing. A batch is applied record by record, in order,
 then committed as a whole; if anything fails before the commit, the partitions it
@@ -31,6 +32,7 @@ from libs.common.errors import PoisonMessage
 from libs.common.followed_links import followed
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.partitioner import fingerprint_partitions
+from libs.common.kafka.stored_offsets import applied_offset, record_applied
 from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
 from libs.common.url_keys import key_text, normalized_fingerprint
 from libs.common.urls import InvalidUrl, normalize_url
@@ -93,11 +95,11 @@ class ImportanceHandler:
             for record, visit in plan:
                 state = await owned.get(record.partition)
                 topic = record.topic.name
-                if record.offset < state.applied.get(topic, 0):
+                if record.offset < applied_offset(state.applied, topic, record.incarnation):
                     if visit is not None:
                         at_part += len(visit[2])
                     continue  # applied before a crash or a rebalance
-                state.applied[topic] = record.offset + 1
+                record_applied(state.applied, topic, record.incarnation, record.offset + 1)
                 touched[record.partition] = state
                 if visit is not None:
                     fp, url, keys, urls = visit

@@ -11,7 +11,8 @@ Order of effects for one batch: apply in memory; send the importance updates and
 (they are idempotent overwrites, so sending them before the commit only means that a
 batch replayed after a crash announces its pages again); commit (state, offsets,
 transfers into the outbox, all or nothing, fenced by version); send the transfers and
-flush; remember them as acknowledged, so the next commit deletes them from the outbox.
+flush. A transfer leaves the outbox with the commit of its destination, which applied it
+(not when the broker acknowledged it: a broker that loses its data takes those too).
 """
 
 from __future__ import annotations

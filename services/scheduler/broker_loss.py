@@ -8,17 +8,22 @@ durable state says what that was:
 - requests in flight whose request or outcome was lost: the unsent-requests check finds
   them missing from the (new, empty) fetch-request topic and queues them again
   (:mod:`services.scheduler.unsent_requests`);
-- pages the frontier holds as fetched whose results, documents or links never reached the
-  link base: the link base's ``fetched`` flag is still false. They are queued again, to be
+- pages the frontier holds as fetched (with a 2xx answer) whose links never reached the
+  link base: the link base's ``links_at`` (the fetch time of the page's stored links) is
+  empty or older than that fetch. Its ``fetched`` flag would not do: a page's document
+  may have reached the link base while its links were lost. They are queued again, to be
   fetched once more;
-- URLs the link base announced (``announce_state = 2``) that never reached the frontier:
-  they are announced again on ``trawl.discovered-urls`` (with no trap penalty: the link
-  base's is not in its read view), which admits each at most once.
+- URLs the link base announced (``announce_state = 2``) that never reached the frontier
+  (absent, or only ``known`` from an importance update): they are announced again on
+  ``trawl.discovered-urls`` (with no trap penalty: the link base's is not in its read
+  view), which admits each at most once.
 
 A broker loss is told by the fetch-request topic's id (a new topic has a new id). The id
 and the last time it was seen are kept in ``scheduler.state`` and refreshed every check
 (the dispatcher's unsent-requests round). When the id changes, the pages fetched and the
-URLs first seen since ``WINDOW`` before that last sighting are reconciled, once: the
+URLs first seen since ``WINDOW`` before that last sighting are reconciled, once (pages
+fetched after this process started, which went through the broker as it is now, are left
+to arrive; every service restarts after a loss, the scheduler too): the
 state moves to the new id in the transaction that queues the pages again, after the
 rediscovered URLs were acknowledged, so a crash half-way only repeats idempotent work.
 The link base is read through its read view ``linkbase.v_urls_v1``, never its tables.
@@ -46,6 +51,11 @@ WINDOW = 600.0
 """Seconds before the last sighting of the lost topic from which pages and URLs are reconciled: what went
 through the pipeline earlier than that had long reached its end."""
 
+LINKS_TOLERANCE = 30.0
+"""Seconds by which the fetch time of a page's stored links (the link base's ``links_at``) may precede the
+frontier's fetch time and still be the links of that fetch (both are the fetcher's stamp; a revisit comes
+much later)."""
+
 _STATE = "SELECT value FROM scheduler.state WHERE key = %s FOR UPDATE"
 _PUT_STATE = (
     "INSERT INTO scheduler.state (key, value) VALUES (%s, %s)"
@@ -54,13 +64,15 @@ _PUT_STATE = (
 _UNANNOUNCED = (
     "SELECT u.url, u.host, coalesce(u.depth, 0), (extract(epoch FROM u.first_seen) * 1000)::bigint"
     " FROM linkbase.v_urls_v1 u LEFT JOIN scheduler.frontier f ON f.url_fp = u.url_fp"
-    " WHERE u.announce_state = 2 AND u.first_seen >= to_timestamp(%s) AND f.url_fp IS NULL"
+    " WHERE u.announce_state = 2 AND u.first_seen >= to_timestamp(%s) AND (f.url_fp IS NULL OR f.status = 'known')"
 )
 _REFETCH = (
     "UPDATE scheduler.frontier f SET status = 'queued', attempts = 0, next_fetch_at = now(),"
     " last_error = 'fetched before a broker lost its data; its links never reached the link base'"
     " FROM linkbase.v_urls_v1 u"
-    " WHERE u.url_fp = f.url_fp AND f.status = 'fetched' AND f.fetched_at >= to_timestamp(%s) AND NOT u.fetched"
+    " WHERE u.url_fp = f.url_fp AND f.status = 'fetched' AND f.fetched_at BETWEEN to_timestamp(%s) AND to_timestamp(%s)"
+    " AND f.http_status BETWEEN 200 AND 299"
+    " AND (u.links_at IS NULL OR u.links_at < f.fetched_at - make_interval(secs => %s))"
     " RETURNING f.host"
 )
 
@@ -76,6 +88,7 @@ class BrokerLoss:
         self._producer = producer
         self._window = window
         self._timeout = timeout
+        self._started = time.time()  # pages fetched since went through the broker as it is now
         self.reconciled = 0
 
     async def check(self) -> int:
@@ -103,7 +116,7 @@ class BrokerLoss:
             row = await cur.fetchone()
             if row is None or _parse(str(row[0]))[0] != old_id:
                 return announced  # another replica reconciled meanwhile
-            cur = await conn.execute(_REFETCH, (since,))
+            cur = await conn.execute(_REFETCH, (since, self._started, LINKS_TOLERANCE))
             hosts = [str(r[0]) for r in await cur.fetchall()]
             await conn.execute(_PUT_STATE, (STATE_KEY, f"{current} {time.time():.0f}"))
         log.warning("the broker lost its data (%s has a new id): %d pages fetched since then whose links never"

@@ -7,15 +7,19 @@ keeps all three. Whatever was on the topics when it died (fetch requests, result
 documents, page links, discovered URLs, cash transfers) is gone.
 
 At a third of the crawl the broker is killed and started again on the same port two
-seconds later. The services run under the local stack's supervisor (``supervised``):
+seconds later: the services run under the local stack's supervisor (``supervised``), and
 each sees the broker come back without the topics it started with, reports NOT_SERVING,
 exits with status 1 and is started again; at start it creates the declared topics and
-reads its inputs from the earliest offset. What was in flight is recovered from the
-services' durable state (``docs/architecture.md``, delivery guarantees).
+reads its inputs from the earliest offset. At two thirds it is killed again and kept away
+for 15 s, longer than the services' stall limit (8 s here), as when an operator runs
+``trawl up`` a while later: the services exit while it is away, and wait for it as they
+start again. What was in flight is recovered from the services' durable state
+(``docs/architecture.md``, delivery guarantees).
 
-Checked: the crawl resumes (a page is requested) within 30 s of the broker answering
-again, and completes with every reachable allowed page fetched, no discovered URL lost,
-and politeness and robots.txt intact from the simulated web's request log.
+Checked: after each restart the crawl resumes (a page is requested) within 30 s of the
+broker answering again, and it completes with every reachable allowed page fetched, no
+discovered URL lost, politeness and robots.txt intact from the simulated web's request
+log, and the importance service's cash conserved.
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ from libs.localinfra import LocalBroker, free_port
 from libs.simweb import SimWeb, SimWebConfig
 from libs.simweb.request_log import RequestRecord
 from tests.conftest import make_unique_name
-from tests.e2e.crawl_checks import expected_pages, lost_urls, politeness_faults, refetches, requested_pages
+from tests.e2e.crawl_checks import (
+    conserved_cash,
+    expected_pages,
+    lost_urls,
+    politeness_faults,
+    refetches,
+    requested_pages,
+)
 from tests.e2e.crawl_harness import CrawlStack, crawl_stack
 from tests.e2e.fault_injection import (
     BrokerBounce,
@@ -43,7 +54,7 @@ from tests.e2e.fault_injection import (
     wait_until_quiet,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 WEB = SimWebConfig(
     seed=53, hosts=16, pages=360, host_size_exponent=0.3, hub_host_ratio=0.0,
@@ -58,7 +69,9 @@ ENV = {
     "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
     "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
     "TRAWL_SCHEDULER_UNSENT_CHECK_SECONDS": "5",
+    "TRAWL_KAFKA_STALL_SECONDS": "8",
 }
+LONG_AWAY = 15.0
 
 
 @dataclass
@@ -67,7 +80,7 @@ class BrokerCrawl:
     web: SimWeb
     log: list[RequestRecord]
     expected: set[str]
-    bounce: BrokerBounce
+    bounces: list[BrokerBounce]
     exits: dict[str, int]  # per service: times it exited and was started again
 
 
@@ -98,23 +111,29 @@ def broker_crawl(own_broker: LocalBroker, pg_dsn: str,
             admin.add_seeds(web.home_pages())
         with supervised(list(stack.processes.values())) as supervisor:
             wait_fetched(pg_dsn, len(expected) // 3, timeout=90)
-            bounce = restart.bounce(pg_dsn, down=2.0)
+            restart.bounce(pg_dsn, down=2.0)
+            wait_fetched(pg_dsn, 2 * len(expected) // 3, timeout=90)
+            restart.bounce(pg_dsn, down=LONG_AWAY)
             wait_until_quiet(stack, timeout=150)
             exits = {p.name: p.restarts for p in supervisor.processes}
-        print(f"broker bounce: {bounce}; service restarts: {exits}; logs in {logs}")
-        yield BrokerCrawl(stack, web, list(simweb.request_log), expected, bounce, exits)
+        print(f"broker bounces: {restart.bounces}; service restarts: {exits}; logs in {logs}")
+        yield BrokerCrawl(stack, web, list(simweb.request_log), expected, restart.bounces, exits)
 
 
-def test_the_restart_hit_a_running_crawl(broker_crawl: BrokerCrawl) -> None:
-    assert 0 < broker_crawl.bounce.fetched_before < len(broker_crawl.expected)
+def test_the_restarts_hit_a_running_crawl(broker_crawl: BrokerCrawl) -> None:
+    first, second = broker_crawl.bounces
+    assert 0 < first.fetched_before < second.fetched_before < len(broker_crawl.expected)
+    assert second.back_at - second.killed_at >= LONG_AWAY
+    assert all(n >= 1 for n in broker_crawl.exits.values()), broker_crawl.exits  # every service exited
 
 
 def test_the_crawl_resumes_within_thirty_seconds_of_the_broker_coming_back(broker_crawl: BrokerCrawl) -> None:
-    back = broker_crawl.bounce.back_at
-    after = sorted(r.wall_time for r in broker_crawl.log if r.wall_time >= back and r.path != "/robots.txt")
-    assert after, "no page was requested after the broker came back"
-    print(f"first page requested {after[0] - back:.1f}s after the broker answered again")
-    assert after[0] - back < RESUME_WITHIN
+    for bounce in broker_crawl.bounces:
+        back = bounce.back_at
+        after = sorted(r.wall_time for r in broker_crawl.log if r.wall_time >= back and r.path != "/robots.txt")
+        assert after, "no page was requested after the broker came back"
+        print(f"first page requested {after[0] - back:.1f}s after the broker answered again")
+        assert after[0] - back < RESUME_WITHIN
 
 
 def test_every_reachable_page_is_fetched_and_nothing_is_lost(broker_crawl: BrokerCrawl) -> None:
@@ -125,5 +144,11 @@ def test_every_reachable_page_is_fetched_and_nothing_is_lost(broker_crawl: Broke
     print(f"refetched {again.extra} of {again.pages} pages ({again.share:.2%})")
 
 
-def test_politeness_holds_through_the_restart(broker_crawl: BrokerCrawl) -> None:
+def test_politeness_holds_through_the_restarts(broker_crawl: BrokerCrawl) -> None:
     assert politeness_faults(broker_crawl.log, broker_crawl.web, MIN_DELAY) == {}
+
+
+def test_cash_is_conserved_through_the_restarts(broker_crawl: BrokerCrawl) -> None:
+    """Cash transfers the broker took are sent again from the senders' outboxes."""
+    accounted, total = conserved_cash(broker_crawl.stack)
+    assert accounted == pytest.approx(total, rel=1e-9)

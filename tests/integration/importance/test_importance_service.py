@@ -46,7 +46,9 @@ def progress(dsn: str) -> tuple[dict[int, int], float]:
     """Page links applied per partition, and the cash in flight (sent minus received), as committed."""
     with psycopg.connect(dsn) as conn:
         rows = conn.execute("SELECT partition, applied, totals FROM importance.partitions").fetchall()
-    applied = {int(p): int(a.get(PAGE_LINKS.name, 0)) for p, a, _ in rows}
+    # Stored per incarnation of the topic ("trawl.page-links@<id>": libs/common/kafka/stored_offsets.py).
+    applied = {int(p): max((int(v) for k, v in a.items() if k.partition("@")[0] == PAGE_LINKS.name), default=0)
+               for p, a, _ in rows}
     in_flight = sum(float(t["sent"]) - float(t["received"]) for _, _, t in rows)
     return applied, in_flight
 
