@@ -236,11 +236,14 @@ _APPLY_OUTCOMES = (
 class FrontierStore:
     def __init__(self, db: Database, partitions: int, clock: SchedulerClock | None = None,
                  revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None,
-                 queue_depth: int = 1) -> None:
+                 queue_depth: int = 1, dispatch_ahead: float = 0.0) -> None:
+        """``dispatch_ahead``: seconds before a one-slot host's next allowed time it may be handed a request
+        (the fetcher holds it until the gap has passed)."""
         if queue_depth < 1:
             raise ValueError(f"a host's queue depth is at least 1, not {queue_depth}")
         self._db = db
         self._queue_depth = queue_depth
+        self._dispatch_ahead = max(0.0, dispatch_ahead)
         self._select_and_take = host_heads.select_and_take(queue_depth)
         self._partitions = partitions
         self._clock = clock or SystemClock()
@@ -379,7 +382,8 @@ class FrontierStore:
             await host_heads.refresh_stale(conn, partitions)
             cur = await conn.execute(
                 self._select_and_take,
-                {"parts": list(partitions), "room": room, "held": list(held), "now": now, "depth": self._queue_depth},
+                {"parts": list(partitions), "room": room, "held": list(held), "now": now, "depth": self._queue_depth,
+                 "ahead": self._dispatch_ahead},
             )
             # RETURNING follows the join plan, not best's ORDER BY: restore best first.
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))

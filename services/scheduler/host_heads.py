@@ -59,6 +59,14 @@ _TAKEN = (
 _FREE = (
     "next_allowed_at <= now() AND partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
 )
+# A one-slot host may take a request up to ``ahead`` seconds before its next allowed time: the
+# fetcher, which keeps the gap, holds it until then, so the request starts as the gap ends
+# instead of a dispatch round and a broker hop later (a large host's slots share the scheduler's
+# token and keep the strict rule).
+_FREE_AHEAD = (
+    "next_allowed_at <= now() + make_interval(secs => CASE WHEN slots = 1 THEN %(ahead)s ELSE 0 END)"
+    " AND partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
+)
 _SHARED = "slots > 1 AND in_flight BETWEEN 1 AND slots - 1 AND gap_seconds IS NOT NULL"
 
 # Hosts of one slot with requests out but fewer than the queue depth: the next request waits at
@@ -79,13 +87,13 @@ def select_and_take(queue_depth: int = 1) -> str:
     return (
         "WITH idle AS ("
         "  SELECT head_fp AS url_fp, head_priority AS priority, 1 AS idle FROM scheduler.hosts"
-        "  WHERE head_fp IS NOT NULL AND in_flight = 0 AND head_due_at <= %(now)s AND " + _FREE
+        "  WHERE head_fp IS NOT NULL AND in_flight = 0 AND head_due_at <= %(now)s AND " + _FREE_AHEAD
         + "  ORDER BY head_priority DESC, head_fp LIMIT %(room)s"
         "  FOR UPDATE SKIP LOCKED"
         + ("), behind AS ("
            "  SELECT head_fp AS url_fp, head_priority AS priority, 0 AS idle FROM scheduler.hosts"
            "  WHERE head_fp IS NOT NULL AND in_flight > 0 AND " + _BEHIND + " AND head_due_at <= %(now)s AND "
-           + _FREE + "  ORDER BY head_priority DESC, head_fp LIMIT %(room)s"
+           + _FREE_AHEAD + "  ORDER BY head_priority DESC, head_fp LIMIT %(room)s"
            "  FOR UPDATE SKIP LOCKED" if behind else "")
         + "), shared AS ("
         "  SELECT head_fp AS url_fp, head_priority AS priority, 0 AS idle FROM scheduler.hosts"

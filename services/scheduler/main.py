@@ -52,7 +52,7 @@ async def build(env: Mapping[str, str]) -> Service:
     weights = load_settings(PriorityWeights, env)
     freshness = build_freshness(db, load_settings(FreshnessSettings, env), weights, clock)
     store = FrontierStore(db, FETCH_REQUESTS.partitions, clock=clock, revisits=freshness.hook, weights=weights,
-                          queue_depth=settings.host_queue_depth)
+                          queue_depth=settings.host_queue_depth, dispatch_ahead=settings.dispatch_ahead)
     producer = TopicProducer(kafka, "scheduler")
     sent = SentUrls(2 * settings.max_in_flight + settings.dispatch_batch)
     consumer = TopicConsumer(

@@ -24,6 +24,13 @@ class SchedulerSettings:
         " fetcher, which keeps the host's politeness (one on the wire, the gap between). 2 lets the next request"
         " start as soon as the gap has passed, not once the outcome has come back and a round has run.",
     )
+    dispatch_ahead: float = setting(
+        "TRAWL_SCHEDULER_DISPATCH_AHEAD_SECONDS",
+        2.0,
+        "A host is handed its next request up to this long before its next allowed time: the fetcher, which keeps"
+        " the gap, holds the request until then and starts it as the gap ends, not a broker hop and a dispatch round"
+        " later (0: only once the time has come).",
+    )
     dispatch_interval: float = setting(
         "TRAWL_SCHEDULER_DISPATCH_INTERVAL", 0.05, "Seconds between dispatch rounds when nothing was ready."
     )

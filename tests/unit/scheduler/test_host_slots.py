@@ -132,6 +132,31 @@ async def test_a_queue_of_two_hands_out_a_hosts_next_request_before_the_outcome(
     assert third.host == "small.example" and third.url_fp not in {sent.url_fp, second.url_fp}
 
 
+async def test_a_host_is_handed_its_next_request_ahead_of_its_gap(scheduler_db: Database) -> None:
+    frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=2, dispatch_ahead=5.0)
+    await frontier.add_urls([new(f"http://small.example/q{i}/") for i in range(4)])
+    first, second = (await frontier.dispatch(100, ALL))[0], (await frontier.dispatch(100, ALL))[0]
+    await frontier.apply_outcomes([ended(first, "fetched", datetime.now(UTC) + timedelta(seconds=3))], 3, 60.0)
+    (third,) = await frontier.dispatch(100, ALL)  # its gap ends within 5 s: the fetcher holds it until then
+    assert third.url_fp not in {first.url_fp, second.url_fp}
+    await frontier.apply_outcomes([ended(second, "fetched", datetime.now(UTC) + timedelta(seconds=30))], 3, 60.0)
+    assert await frontier.dispatch(100, ALL) == []  # 30 s away: not yet
+
+
+async def test_a_large_host_is_not_handed_requests_ahead_of_its_shared_gap(scheduler_db: Database) -> None:
+    frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=2, dispatch_ahead=5.0)
+    await frontier.set_host_slots(["big.example"], 2)
+    await frontier.add_urls([new(f"http://big.example/p{i}") for i in range(6)])
+    (sent,) = await frontier.dispatch(100, ALL)
+    await frontier.apply_outcomes([ended(sent, "fetched", datetime.now(UTC) + timedelta(seconds=3))], 3, 60.0)
+    async with scheduler_db.transaction() as conn:  # the next start its shared token allows: in 3 s
+        await conn.execute("UPDATE scheduler.hosts SET next_allowed_at = now() + interval '3 s'"
+                           " WHERE host = 'big.example'")
+    assert await frontier.dispatch(100, ALL) == []  # its slots share the scheduler's token: strictly after the gap
+    await backdate(scheduler_db, "big.example")
+    assert len(await frontier.dispatch(100, ALL)) == 1
+
+
 async def test_a_queue_depth_leaves_a_large_hosts_slots_as_they_are(scheduler_db: Database) -> None:
     frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=3)
     await frontier.set_host_slots(["big.example"], 2)
