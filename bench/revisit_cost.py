@@ -1,0 +1,276 @@
+"""What a revisit costs, conditional against unconditional: bytes on the wire and CPU per revisited page.
+
+Crawls a simulated web once with the whole local stack (``bench.trawl_stack_run``'s stack, the demo's
+settings), then revisits every crawled page twice, after a round of edits each time
+(``page_edit_ratio`` of the pages, drawn anew for each round: the web's served process moves its
+clock on, ``SimWebProcess.advance``):
+
+- conditional: the frontier sends each page's validators, so an unchanged page answers 304;
+- unconditional: the frontier's validators are cleared first, so every page is fetched in full.
+
+A pass is every fetched page made due at once in SQL (as a dispatch round queues revisits whose time
+has come; no revisit the planner makes comes due meanwhile), run until the frontier is idle and every
+consumer group has no lag. Per pass it reports, from the server's request log, the bytes written to the
+fetcher (status line, headers, body) and the statuses, whether every edited page was fetched again with
+a 200 ("found"), and from /proc the CPU seconds of every service, of PostgreSQL and of the broker
+(``bench.proc_usage``), per revisited page, as measured and less what the stack spends idle for as long
+(consumers' polls, timers; measured for ten seconds after the crawl). The simulated web's server is
+shown apart: it is the world, not the crawler. The order of the two passes alternates with ``--repeat``.
+
+    .venv/bin/python -m bench.revisit_cost [--pages 1000] [--hosts 50] [--gzip] [--repeat 1] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from bench.harness import machine
+from bench.proc_usage import Sampler
+from bench.trawl_stack_run import DATABASE, DEMO_TUNING, stack_env, stack_parts
+from cli.stack import local_stack
+from cli.stack.layout import SERVICES, StackSettings
+from libs.common.settings import load_settings
+from libs.common.urls import normalize_url
+from libs.localinfra.pgadmin import create_database, drop_database
+from libs.simweb import SimWeb, SimWebConfig, build_web
+from libs.simweb.process import SimWebProcess
+from libs.simweb.request_log import RequestRecord
+
+SYSTEM = (*SERVICES, "postgres", "broker")
+SETTLE_SECONDS = 3.0
+IDLE_SECONDS = 10.0
+REVISIT_ALL = ("UPDATE scheduler.frontier SET status = 'queued', attempts = 0, next_fetch_at = now()"
+               " WHERE status = 'fetched'")
+FORGET_VALIDATORS = "UPDATE scheduler.frontier SET etag = NULL, last_modified = NULL, validated_at = NULL"
+# The web's days pass in minutes here, so the revisit planner would see pages change every few minutes and
+# plan revisits within the passes: none comes sooner than a day after a fetch, the passes are the revisits.
+TUNING = {**DEMO_TUNING, "TRAWL_FRESHNESS_MIN_INTERVAL": "86400"}
+
+
+def web_config(seed: int, hosts: int, pages: int, edit_ratio: float) -> SimWebConfig:
+    """The end-to-end benchmarks' web (no hubs, no Crawl-delay, no robots.txt answering 503), every host
+    honouring validators, ``edit_ratio`` of the pages edited a day."""
+    return SimWebConfig(seed=seed, hosts=hosts, pages=pages, host_size_exponent=0.3, hub_host_ratio=0.0,
+                        crawl_delay_host_ratio=0.0, robots_unavailable_ratio=0.0, page_edit_ratio=edit_ratio)
+
+
+@dataclass
+class Pass:
+    """One pass over the crawled pages, as the server and /proc saw it."""
+
+    name: str
+    pages: int = 0  # page requests (robots.txt apart)
+    statuses: dict[int, int] = field(default_factory=dict)
+    bytes_sent: int = 0  # every request of the pass, robots.txt included
+    edited: int = 0
+    found: int = 0  # edited pages fetched with a 200
+    seconds: float = 0.0  # from the revisits' start to the pipeline's settling
+    measured: float = 0.0  # seconds the CPU figures span (the settling period included)
+    cpu: dict[str, float] = field(default_factory=dict)
+    idle: dict[str, float] = field(default_factory=dict)  # CPU seconds a second each part spends idle
+
+    @property
+    def system_cpu(self) -> float:
+        return sum(self.cpu.get(part, 0.0) for part in SYSTEM)
+
+    @property
+    def services_cpu(self) -> float:
+        return sum(self.cpu.get(part, 0.0) for part in SERVICES)
+
+    def net(self, parts: tuple[str, ...]) -> float:
+        """CPU seconds of ``parts`` less what they would have spent idle for as long (polling, timers)."""
+        return sum(max(0.0, self.cpu.get(p, 0.0) - self.idle.get(p, 0.0) * self.measured) for p in parts)
+
+    def figures(self) -> dict[str, Any]:
+        per = max(1, self.pages)
+        return {
+            "pass": self.name, "pages": self.pages, "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+            "bytes": self.bytes_sent, "bytes_per_page": round(self.bytes_sent / per),
+            "edited": self.edited, "found": self.found, "all_found": self.found == self.edited,
+            "seconds": round(self.seconds, 1),
+            "cpu_ms_per_page": round(1000 * self.system_cpu / per, 2),
+            "services_cpu_ms_per_page": round(1000 * self.services_cpu / per, 2),
+            "net_cpu_ms_per_page": round(1000 * self.net(SYSTEM) / per, 2),
+            "net_services_cpu_ms_per_page": round(1000 * self.net(SERVICES) / per, 2),
+            "cpu_ms_per_page_by_part": {p: round(1000 * s / per, 2) for p, s in sorted(self.cpu.items())},
+        }
+
+
+class RevisitRig:
+    """A stack crawling a served web, whose frontier can be made due at once."""
+
+    def __init__(self, web: SimWebProcess, settings: StackSettings, dsn: str) -> None:
+        self.web = web
+        self.settings = settings
+        self.dsn = dsn
+
+    def sql(self, statement: str) -> None:
+        with psycopg.connect(self.dsn) as conn:
+            conn.execute(statement.encode())
+
+    def fetched(self) -> set[str]:
+        with psycopg.connect(self.dsn) as conn:
+            return {str(r[0]) for r in conn.execute(b"SELECT url FROM scheduler.frontier WHERE status = 'fetched'")}
+
+    def wait_settled(self, admin: Any, timeout: float) -> float:
+        """Waits for an idle frontier and no consumer lag, held ``SETTLE_SECONDS``; returns when it began."""
+        started = time.monotonic()
+        idle_since: float | None = None
+        while True:
+            stats = admin.stats()
+            now = time.monotonic()
+            if now - started > timeout:
+                raise TimeoutError(f"not settled within {timeout:.0f} s: {stats}")
+            busy = stats["frontier"].get("queued", 0) + stats["in_flight"]
+            if busy == 0 and not any(local_stack.lag_by_group(self.settings).values()):
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= SETTLE_SECONDS:
+                    return idle_since
+            else:
+                idle_since = None
+            time.sleep(0.25)
+
+
+def run_pass(rig: RevisitRig, admin: Any, sampler: Sampler, name: str, edited: set[str],
+             timeout: float, idle: dict[str, float]) -> Pass:
+    position = len(rig.web.request_log)
+    if name == "unconditional":
+        rig.sql(FORGET_VALIDATORS)
+    sampler.mark()
+    started = time.monotonic()
+    rig.sql(REVISIT_ALL)
+    settled = rig.wait_settled(admin, timeout)
+    cpu = cpu_since_mark(sampler)
+    measured = time.monotonic() - started  # the settling included: the CPU was read now
+    log: list[RequestRecord] = rig.web.request_log[position:]
+    pages = [r for r in log if r.path != "/robots.txt"]
+    statuses: dict[int, int] = {}
+    for record in pages:
+        statuses[record.status] = statuses.get(record.status, 0) + 1
+    refetched = {normalize_url(f"http://{r.host}{r.path}") for r in pages if r.status == 200}
+    return Pass(name, len(pages), statuses, sum(r.bytes_sent for r in log), len(edited), len(edited & refetched),
+                settled - started, measured, cpu, idle)
+
+
+def cpu_since_mark(sampler: Sampler) -> dict[str, float]:
+    sampler.sample()
+    return {part: usage.cpu_seconds for part, usage in sampler.usage.items()}
+
+
+def edited_between(web: SimWeb, urls: set[str], before: Any, after: Any) -> set[str]:
+    return {url for url in urls if web.etag(url, before) != web.etag(url, after)}
+
+
+def run(config: SimWebConfig, folder: Path, order: tuple[str, str], gzip: bool, timeout: float) -> dict[str, Any]:
+    web = build_web(config)
+    served = SimWebProcess(config, folder / "revisits.log", gzip=gzip, render=True)
+    served.start()
+    home = Path(tempfile.mkdtemp(prefix="trawl-bench-revisits-", dir="/var/tmp"))
+    home.chmod(0o755)  # the PostgreSQL account must be able to enter it
+    env = stack_env(home)
+    settings = load_settings(StackSettings, env)
+    try:
+        admin_dsn = local_stack.ensure_postgres(settings, env)
+        drop_database(admin_dsn, DATABASE)
+        create_database(admin_dsn, DATABASE)
+        state = local_stack.up(settings, {**env, **TUNING, "TRAWL_FETCHER_PROXY": served.url,
+                                          "TRAWL_TOPIC_PREFIX": "bench."}, database=DATABASE)
+        rig = RevisitRig(served, settings, state.dsn)
+        sampler = Sampler({**stack_parts(settings), "simweb": (served.pid, False)})
+        sampler.start()
+        with local_stack.admin_client(settings, state) as admin:
+            crawl_started = time.monotonic()
+            admin.add_seeds(web.home_pages())
+            crawl_seconds = rig.wait_settled(admin, timeout) - crawl_started
+            crawled = rig.fetched()
+            sampler.mark()  # what the stack spends idle, for reading the passes' figures
+            time.sleep(IDLE_SECONDS)
+            idle = {part: seconds / IDLE_SECONDS for part, seconds in cpu_since_mark(sampler).items()}
+            passes = []
+            moment = web.start_time
+            for name in order:
+                served.advance()
+                later = moment + config.page_edit_interval
+                edited = edited_between(web, crawled, moment, later)
+                moment = later
+                passes.append(run_pass(rig, admin, sampler, name, edited, timeout, idle))
+                print(f"  {name}: {passes[-1].figures()}", file=sys.stderr, flush=True)
+        sampler.stop()
+        return {"crawled": len(crawled), "crawl_seconds": round(crawl_seconds, 1),
+                "idle_cpu_ms_per_second": round(1000 * sum(idle.get(part, 0.0) for part in SYSTEM), 1),
+                "passes": {p.name: p.figures() for p in passes}}
+    finally:
+        local_stack.down(settings)
+        served.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def ratios(result: dict[str, Any]) -> dict[str, float]:
+    conditional, full = result["passes"]["conditional"], result["passes"]["unconditional"]
+    return {
+        "bytes": round(conditional["bytes"] / max(1, full["bytes"]), 3),
+        "cpu": round(conditional["cpu_ms_per_page"] / max(1e-9, full["cpu_ms_per_page"]), 3),
+        "services_cpu": round(conditional["services_cpu_ms_per_page"] / max(1e-9, full["services_cpu_ms_per_page"]),
+                              3),
+        "net_cpu": round(conditional["net_cpu_ms_per_page"] / max(1e-9, full["net_cpu_ms_per_page"]), 3),
+    }
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(f"revisit cost: {result['pages']} pages on {result['hosts']} hosts, {result['edit_ratio']:.0%} edited"
+          f" before each pass, gzip {'on' if result['gzip'] else 'off'}; {result['machine']}")
+    for run_ in result["runs"]:
+        print(f"crawl: {run_['crawled']} pages in {run_['crawl_seconds']} s; idle, the stack spends"
+              f" {run_['idle_cpu_ms_per_second']} ms of CPU a second")
+        print(f"{'pass':<14}{'pages':>7}{'200':>6}{'304':>6}{'bytes/page':>12}{'CPU ms/page':>13}"
+              f"{'services':>10}{'net':>7}{'seconds':>9}{'found':>10}")
+        for name, p in run_["passes"].items():
+            print(f"{name:<14}{p['pages']:>7}{p['statuses'].get('200', 0):>6}{p['statuses'].get('304', 0):>6}"
+                  f"{p['bytes_per_page']:>12}{p['cpu_ms_per_page']:>13}{p['services_cpu_ms_per_page']:>10}"
+                  f"{p['net_cpu_ms_per_page']:>7}{p['seconds']:>9}{p['found']:>5}/{p['edited']:<4}")
+        for name, p in run_["passes"].items():
+            print(f"  {name} CPU ms/page by part: {p['cpu_ms_per_page_by_part']}")
+        r = ratios(run_)
+        print(f"conditional / unconditional: bytes {r['bytes']:.1%}, CPU {r['cpu']:.1%}"
+              f" (services alone {r['services_cpu']:.1%}; less the idle stack's CPU {r['net_cpu']:.1%})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument("--hosts", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--edit-ratio", type=float, default=0.2)
+    parser.add_argument("--gzip", action="store_true", help="the web compresses its pages (it does not by default,"
+                        " as in the other end-to-end benchmarks)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs, the passes' order alternating")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    config = web_config(args.seed, args.hosts, args.pages, args.edit_ratio)
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="trawl-bench-revisits-", dir="/var/tmp") as tmp:
+        for i in range(args.repeat):
+            order = ("conditional", "unconditional") if i % 2 == 0 else ("unconditional", "conditional")
+            runs.append(run(config, Path(tmp), order, args.gzip, args.timeout))
+            runs[-1]["ratios"] = ratios(runs[-1])
+    result = {"benchmark": "revisit_cost", "pages": args.pages, "hosts": args.hosts, "edit_ratio": args.edit_ratio,
+              "gzip": args.gzip, "runs": runs, "machine": machine()}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+
+
+if __name__ == "__main__":
+    main()
