@@ -58,7 +58,8 @@ def run(
     settings = EvaluationSettings(
         train_days=train_days, min_samples=service.min_samples, hub_interval=service.hub_interval,
         bounds=service.bounds, first_interval=service.hub_interval, bursts=service.bursts,
-        forest=service.forest, equal_cost=equal_cost,
+        forest=service.forest, equal_cost=equal_cost, calibration_days=service.calibration_days,
+        min_skill=service.min_skill,
     )
     try:
         items = read_history_csv(history)
