@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,7 +11,8 @@ import pytest
 from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
 from libs.common.topics import FETCH_REQUESTS
-from libs.common.urls import url_fingerprint, url_host
+from libs.common.url_keys import first_directory
+from libs.common.urls import normalize_url, url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome, Priority
 from services.scheduler.handlers import frontier_status
@@ -372,3 +374,14 @@ async def test_no_index_of_every_url_by_status(scheduler_db: Database) -> None:
             "SELECT indexname FROM pg_indexes WHERE schemaname = 'scheduler' AND tablename = 'frontier'")
         names = {r[0] for r in await cur.fetchall()}
     assert "frontier_status" not in names and {"frontier_ready", "frontier_in_flight", "frontier_revisits"} <= names
+
+
+async def test_queued_urls_are_counted_by_the_first_directory_of_their_url(frontier: FrontierStore) -> None:
+    """The count is taken in SQL: it must agree with the one definition of a URL's first directory."""
+    urls = ["http://big.example/news/1.html", "http://big.example/news/", "http://big.example/news",
+            "http://big.example/a/b/c?x=/y/", "http://big.example/?q=/z/", "http://big.example/x.html",
+            "http://big.example:8080/news/2.html", "http://big.example//double/x", "http://u@big.example/u/1"]
+    await frontier.add_urls([new_url(u) for u in urls])
+    expected = Counter(first_directory(normalize_url(u)) for u in urls)
+    assert expected["news"] == 3 and expected[""] == 4
+    assert await frontier.queued_path_counts("big.example") == dict(expected)
