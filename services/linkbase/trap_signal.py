@@ -1,6 +1,6 @@
 """The trap signal: a priority penalty for URLs under paths where most pages are duplicates.
 
-The link base counts, per path (host + first path segment, :func:`~services.linkbase.rows.path_key`),
+The link base counts, per path (host + first path segment, :func:`~libs.common.url_keys.trap_path_key`),
 the pages dedup judged and how many were duplicates (exact or near). When at least
 ``min_judged`` pages were judged and more than ``duplicate_share`` of them were duplicates,
 every URL announced under that path carries ``penalty`` on its discovery, and the scheduler
