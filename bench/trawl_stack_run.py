@@ -12,21 +12,25 @@ seconds the consumer lag of each service's group is read from the broker.
 
 from __future__ import annotations
 
+import ast
+import json
 import os
 import random
 import shutil
+import signal
 import socket
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.proc_usage import PartUsage, Sampler
 from cli.demo import DEMO_ENV
-from cli.stack import local_stack
-from cli.stack.layout import SERVICES, StackSettings, run_dir
+from cli.stack import health, local_stack
+from cli.stack.layout import SERVICES, StackSettings, StackState, logs_dir, run_dir
+from cli.stack.processes import ServiceProcess
 from libs.common.kafka.ends import watermarks
 from libs.common.settings import load_settings
 from libs.common.topics import ALL_TOPICS
@@ -43,6 +47,9 @@ REACH_ENV: Mapping[str, str] = {"TRAWL_FETCHER_SSRF_ALLOW": "*.test"}
 the SSRF guard by name."""
 SETTLE_SECONDS = 3.0
 LAG_EVERY_SECONDS = 3.0
+REPLICA_READY_SECONDS = 120.0
+Probe = Callable[[str, dict[str, tuple[int, bool]]], None]
+"""Called with ("mark", parts) when the CPU counters start and ("idle", parts) when the crawl is over."""
 
 
 @dataclass
@@ -77,9 +84,10 @@ def low_port_block(size: int) -> int:
     raise RuntimeError("no block of free ports below 32768")
 
 
-def stack_env(home: Path) -> dict[str, str]:
-    """This process's environment without any TRAWL_ setting, plus a home and ports of its own."""
-    base = low_port_block(len(SERVICES) + 2)
+def stack_env(home: Path, extra_ports: int = 0) -> dict[str, str]:
+    """This process's environment without any TRAWL_ setting, plus a home and ports of its own (and
+    ``extra_ports`` free ones after the services' gRPC ports, for replicas)."""
+    base = low_port_block(len(SERVICES) + 2 + extra_ports)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAWL_")}
     env.update({
         "TRAWL_HOME": str(home),
@@ -111,6 +119,75 @@ def stack_parts(settings: StackSettings) -> dict[str, tuple[int, bool]]:
     return parts
 
 
+def replica_names(replicas: Mapping[str, int]) -> list[tuple[str, str]]:
+    """(service, process name) of every process beyond a service's first: ``fetcher.2``, ``fetcher.3`` ..."""
+    unknown = set(replicas) - set(SERVICES)
+    if unknown:
+        raise ValueError(f"not services of the stack: {sorted(unknown)}")
+    return [(service, f"{service}.{i}") for service in SERVICES for i in range(2, replicas.get(service, 1) + 1)]
+
+
+def _owns_partitions(log_path: Path) -> bool:
+    """Whether a service process owns partitions now, replayed from its log's ``assigned`` and ``revoked``
+    lines (eager assignment revokes and assigns everything, cooperative assignment only what moves)."""
+    owned: set[str] = set()
+    text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        msg = str(entry.get("msg", ""))
+        if entry.get("logger") == "libs.common.kafka.consumer" and msg.startswith(("assigned [", "revoked [")):
+            verb, listed = msg.split(" ", 1)
+            names = set(ast.literal_eval(listed))
+            owned = owned | names if verb == "assigned" else owned - names
+    return bool(owned)
+
+
+def _tail(log_path: Path, lines: int = 5) -> str:
+    text = log_path.read_text(errors="replace") if log_path.exists() else "(no log)"
+    return " | ".join(text.splitlines()[-lines:])
+
+
+def start_replicas(settings: StackSettings, state: StackState, replicas: Mapping[str, int],
+                   first_port: int) -> dict[str, ServiceProcess]:
+    """Starts the extra processes of each service (the stack's environment for it, gRPC on ``first_port``
+    and after, no metrics port) and waits until every process of those services serves and owns partitions."""
+    started: dict[str, ServiceProcess] = {}
+    addresses: dict[str, str] = {}
+    for i, (service, name) in enumerate(replica_names(replicas)):
+        addresses[name] = f"127.0.0.1:{first_port + i}"
+        env = {**state.services[service], "TRAWL_GRPC_ADDRESS": addresses[name], "TRAWL_METRICS_PORT": "0"}
+        process = ServiceProcess(name, env, logs_dir(settings) / f"{name}.log", module=f"services.{service}")
+        process.start()
+        started[name] = process
+    logs = [logs_dir(settings) / f"{name}.log" for name in started]
+    logs += [logs_dir(settings) / f"{service}.log" for service in {s for s, _ in replica_names(replicas)}]
+    deadline = time.monotonic() + REPLICA_READY_SECONDS
+    while True:
+        waiting = [name for name, a in addresses.items() if health.check(a) != "SERVING"]
+        waiting += [path.stem for path in logs if not _owns_partitions(path)]
+        if not waiting:
+            break
+        for name, process in started.items():
+            if not process.alive():
+                raise RuntimeError(f"replica {name} exited: {_tail(process.log_path)}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{waiting} not serving with partitions of their own within {REPLICA_READY_SECONDS} s:"
+                               f" {_tail(logs_dir(settings) / (waiting[0] + '.log'))}")
+        time.sleep(0.5)
+    return started
+
+
+def stop_replicas(processes: Mapping[str, ServiceProcess], timeout: float = 60.0) -> None:
+    """SIGTERM to all at once, then each drained (or killed after ``timeout``)."""
+    for process in processes.values():
+        process.signal(signal.SIGTERM)
+    for process in processes.values():
+        process.stop(timeout)
+
+
 def topic_messages(bootstrap: str, prefix: str) -> dict[str, int]:
     """Messages on each of the crawl's topics (high less low watermark, over its partitions)."""
     tps = [(prefix + t.name, p) for t in ALL_TOPICS for p in range(t.partitions)]
@@ -123,13 +200,18 @@ def topic_messages(bootstrap: str, prefix: str) -> dict[str, int]:
 
 def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
                      timeout: float = 900.0, watch_lag: bool = True,
-                     tuning: Mapping[str, str] = DEMO_TUNING) -> StackCrawl:
+                     tuning: Mapping[str, str] = DEMO_TUNING, replicas: Mapping[str, int] | None = None,
+                     probe: Probe | None = None) -> StackCrawl:
     """Crawls ``web`` from ``seeds`` to an idle frontier. The services get ``tuning`` (by default the demo's
-    settings), the web's proxy and a topic prefix, then ``overrides``."""
+    settings), the web's proxy and a topic prefix, then ``overrides``; ``replicas`` runs more processes of
+    the services it names (their usage is reported as ``<service>.2`` ...); ``probe`` is told when the CPU
+    counters start and when the crawl is over."""
     home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
     home.chmod(0o755)  # the PostgreSQL account must be able to enter it
-    env = stack_env(home)
+    extra = replica_names(replicas or {})
+    env = stack_env(home, extra_ports=len(extra))
     settings = load_settings(StackSettings, env)
+    replica_processes: dict[str, ServiceProcess] = {}
     try:
         admin_dsn = local_stack.ensure_postgres(settings, env)
         drop_database(admin_dsn, DATABASE)
@@ -137,11 +219,18 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
         stack_env_ = {**env, **tuning, "TRAWL_FETCHER_PROXY": web.url, "TRAWL_TOPIC_PREFIX": "bench.",
                       **(overrides or {})}
         state = local_stack.up(settings, stack_env_, database=DATABASE)
-        sampler = Sampler({**stack_parts(settings), "simweb": (web.pid, False)})
+        if extra:
+            replica_processes = start_replicas(settings, state, replicas or {},
+                                               settings.grpc_base_port + len(SERVICES))
+        parts = {**stack_parts(settings), **{name: (p.pid, True) for name, p in replica_processes.items() if p.pid},
+                 "simweb": (web.pid, False)}
+        sampler = Sampler(parts)
         sampler.start()
         lags: dict[str, list[int]] = {}
         with local_stack.admin_client(settings, state) as admin:
             sampler.mark()
+            if probe is not None:
+                probe("mark", parts)
             started = time.monotonic()
             admin.add_seeds(seeds)
             idle_since: float | None = None
@@ -163,6 +252,8 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
                     next_lag = time.monotonic() + LAG_EVERY_SECONDS
                 time.sleep(0.25)
             seconds = (idle_since or now) - started
+        if probe is not None:
+            probe("idle", parts)
         usage = sampler.stop()
         messages = topic_messages(state.bootstrap, stack_env_["TRAWL_TOPIC_PREFIX"])
         return StackCrawl(
@@ -171,5 +262,6 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
             mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v}, messages=messages,
         )
     finally:
+        stop_replicas(replica_processes)
         local_stack.down(settings)
         shutil.rmtree(home, ignore_errors=True)
