@@ -12,7 +12,8 @@ durable state says what that was:
   link base: the link base's ``links_at`` (the fetch time of the page's stored links) is
   empty or older than that fetch. Its ``fetched`` flag would not do: a page's document
   may have reached the link base while its links were lost. They are queued again, to be
-  fetched once more;
+  fetched once more, unconditionally (their validators dropped: a 304 would bring no
+  links);
 - URLs the link base announced (``announce_state = 2``) that never reached the frontier
   (absent, or only ``known`` from an importance update): they are announced again on
   ``trawl.discovered-urls`` (with no trap penalty: the link base's is not in its read
@@ -68,6 +69,7 @@ _UNANNOUNCED = (
 )
 _REFETCH = (
     "UPDATE scheduler.frontier f SET status = 'queued', attempts = 0, next_fetch_at = now(),"
+    " etag = NULL, last_modified = NULL, validated_at = NULL,"  # fetched in full: a 304 brings no links
     " last_error = 'fetched before a broker lost its data; its links never reached the link base'"
     " FROM linkbase.v_urls_v1 u"
     " WHERE u.url_fp = f.url_fp AND f.status = 'fetched' AND f.fetched_at BETWEEN to_timestamp(%s) AND to_timestamp(%s)"
