@@ -8,8 +8,10 @@ and may run a :class:`Supervisor` over them in a thread (``run(install_signals=F
 
 A service exits with status 1 when it cannot make progress (a broker that lost its data
 or stays away: ``libs/common/service.py``); the supervisor starts it again after
-``1, 2, 4 ... 30`` seconds. The backoff starts over for a process that ran for
-``STEADY_SECONDS``, so that one outage long ago does not slow the next recovery.
+``1, 2, 4, 8, 10`` seconds. The backoff starts over for a process that ran for
+``STEADY_SECONDS``, so that one outage long ago does not slow the next recovery, and stays
+short, so that a service is back soon after what it waited for (a service waits for an
+unreachable dependency itself at start: ``TRAWL_STARTUP_WAIT_SECONDS``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ log = logging.getLogger(__name__)
 
 STEADY_SECONDS = 60.0
 """A process that ran this long before it exited is restarted after the shortest backoff."""
+
+MAX_BACKOFF = 10.0
+"""Longest pause before a process that keeps exiting is started again."""
 
 
 class ServiceProcess:
@@ -116,7 +121,7 @@ class Supervisor:
                 if p.name not in next_start:
                     if time.monotonic() - p.started_at >= STEADY_SECONDS:
                         p.restarts = 0
-                    next_start[p.name] = time.monotonic() + min(30.0, 2.0 ** min(p.restarts, 5))
+                    next_start[p.name] = time.monotonic() + min(MAX_BACKOFF, 2.0 ** min(p.restarts, 5))
                 if time.monotonic() >= next_start[p.name]:
                     code = p.proc.returncode if p.proc else None
                     log.warning("%s exited with %s; restarting", p.name, code)

@@ -61,7 +61,7 @@ class Watched(Protocol):
     async def stalled(self) -> str | None: ...
 
 
-STALLED_STOP_SECONDS = 3.0
+STALLED_STOP_SECONDS = 1.0
 """How long the components of a stalled service get to stop before the process exits anyway."""
 
 
