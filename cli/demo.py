@@ -31,11 +31,8 @@ DEMO_DATABASE = "trawl_demo"
 # Crawl-delay still applies, and the summary checks every gap from the server's log.
 DEMO_ENV = {
     "TRAWL_FETCHER_MIN_DELAY": "0.2",
-    "TRAWL_FETCHER_RESPONSE_TIME_FACTOR": "5",
+    # Requests on the wire at once (those waiting for their host's gap hold no place there).
     "TRAWL_FETCHER_CONCURRENCY": "100",
-    # Requests handed out and not yet answered: besides the fetcher's 100 on the wire, those on their
-    # way through the broker, waiting for a host's turn, or whose outcome is on its way back.
-    "TRAWL_SCHEDULER_MAX_IN_FLIGHT": "300",
     # The machine's two cores for the costliest stage, extraction (docs/benchmarks.md, "End to end").
     "TRAWL_EXTRACTOR_PROCESSES": "2",
     "TRAWL_SCHEDULER_RETRY_BASE_SECONDS": "2",
@@ -55,10 +52,6 @@ DEMO_ENV = {
     # comes at a 500 ms wait, 16 ms at 100 (docs/benchmarks.md, "End to end against Scrapy").
     "TRAWL_KAFKA_LOOP_FETCH_WAIT_MAX_MS": "100",
     "TRAWL_SCHEDULER_DISPATCH_INTERVAL": "0.1",
-    # A host's next request waits at the fetcher, which starts it once the gap has passed, instead of
-    # going out only after the outcome's way back through the broker and a dispatch round: the largest
-    # hosts, which end the crawl, get a request every 0.3 s instead of every 0.4-0.5 (docs/benchmarks.md).
-    "TRAWL_SCHEDULER_HOST_QUEUE_DEPTH": "2",
     # 20 ms more than the delay. The simulated web stamps a response's end right before writing its body,
     # so the gap it logs is at least the delay without a margin; a server that stamps the end when its
     # process gets to it, on the same two loaded cores, could log less. The demo was no faster without
