@@ -47,3 +47,14 @@ async def test_a_304_repeats_the_last_version_once_and_only_for_a_known_content(
     await store.write(build_batch(batch))  # redelivered: nothing twice
     assert await _versions(linkbase_db) == [(T0_MS, "fp1"), (T0_MS + 60_000, "fp1")]
     assert await _versions(linkbase_db, "http://a.test/unknown") == []  # no capture to be equal to
+
+
+async def test_a_304_of_a_home_page_says_its_host_is_up(linkbase_db: Database) -> None:
+    store = LinkStore(linkbase_db)
+    down = pb.FetchOutcome(request_id="r1", url="http://b.test/", attempt=1, status=pb.FETCH_STATUS_NETWORK_ERROR,
+                           fetched_at_ms=T0_MS)
+    await store.write(build_batch([_record(FETCH_OUTCOMES, down), _not_modified("r2", T0_MS + 1, "http://b.test/")]))
+    async with linkbase_db.connection() as conn:
+        cur = await conn.execute("SELECT h.available, u.fetched, u.last_fetch_status FROM linkbase.hosts h"
+                                 " JOIN linkbase.urls u USING (host_id) WHERE h.host = 'b.test'")
+        assert await cur.fetchone() == (True, True, pb.FETCH_STATUS_NOT_MODIFIED)
