@@ -35,7 +35,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import psycopg
 
@@ -55,6 +55,7 @@ class Component(Protocol):
     async def stop(self) -> None: ...
 
 
+@runtime_checkable
 class Watched(Protocol):
     """A component that can tell it is stuck (see the module docstring)."""
 
@@ -129,11 +130,10 @@ class Service:
             except TimeoutError:
                 pass
             for component in list(self._started):
-                check = getattr(component, "stalled", None)
-                if check is None:
+                if not isinstance(component, Watched):
                     continue
                 try:
-                    reason = await check()
+                    reason = await component.stalled()
                 except Exception:
                     log.exception("asking %s whether it is stuck failed", type(component).__name__)
                     continue
