@@ -15,22 +15,30 @@ busiest single process (or, for the broker, thread) of each part.
 
 **Projected** (:func:`project`), for N cores, from each part's CPU ms per page:
 
+* each part's CPU is its idle CPU (read for ``--idle-seconds`` before the seeds go in: consumers'
+  empty fetches, timers), per replica and per second, plus CPU per page (the crawl's CPU less the
+  idle CPU over the crawl's time, median of the runs; a busy consumer's fetches return data, so
+  idle CPU is if anything less while crawling: the projection errs low);
 * a part that scales by replicas or partitions runs as many replicas as its CPU needs (each at
   most one core, an extractor replica at most its worker processes), at most as many as its
-  topic has partitions; each replica beyond the first adds ``growth`` ms per page (its idle
-  polling, from the 1 -> 2 replica measurement, never negative);
-* a shared part uses at most ``max_cores`` cores: PostgreSQL's backends spread over cores
+  topic has partitions, and each replica costs its idle CPU;
+* a shared part uses at most ``max_cores`` cores, its idle CPU growing with the service replicas
+  (fitted from the runs): PostgreSQL's backends spread over cores
   (one per connection, each replica brings its own), its background processes are each one
   process (the busiest of them caps the rate at one core); the broker spreads over its worker
-  threads (``--broker-cores``; 1 treats it as serial);
+  threads (``--broker-cores`` limits it). The curve is printed a second time with the broker on
+  one core: the local broker's storage engine (Tansu's object store, in memory) keeps every
+  idempotent producer's sequence numbers in one cluster-wide object, rewritten (serialised whole,
+  under optimistic concurrency) on every produce and read back by fetches, so its work does not
+  split by partition as a Kafka cluster's does; the truth lies between the two curves;
 * pages/s at N cores is the largest rate at which every part's needs fit and the parts together
-  need at most N cores: min(N x 1000 / sum of ms per page, each capped part's cap), with growth
-  solved for. The web's server, this benchmark's own process and lock waits are not modelled;
+  need at most N cores: (N x 1000 - idle CPU) / (sum of ms per page), unless a capped part's cap
+  comes first. The web's server, this benchmark's own process and lock waits are not modelled;
   the simulated web's own ceiling (its largest host, one request per ``min_delay``) is printed
   apart: it is the web's, not the crawler's.
 
     .venv/bin/python -m bench.scale_out [--hosts 400 --pages 4000 --seed 7] [--replicas 1,2]
-        [--replicate fetcher,extractor,dedup] [--repeat 1] [--broker-cores N] [--json]
+        [--replicate fetcher,extractor,dedup] [--repeat 1] [--idle-seconds 10] [--broker-cores N] [--json]
         [--from-json FILE]  (project again from a saved --json result, no crawl)
 """
 
@@ -38,11 +46,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -76,38 +84,33 @@ CORES_BOUND = "cores"
 
 @dataclass(frozen=True)
 class Part:
-    """One part of the crawler as the projection sees it."""
+    """One part of the crawler as the projection sees it: CPU per page crawled, and CPU per second that it
+    spends whatever the rate (consumers' empty fetches, timers)."""
 
     name: str
-    cpu_ms_per_page: float  # all its processes together, with one replica
+    cpu_ms_per_page: float  # all its processes together
     scaling: str  # "replicas", "partitions" or "shared"
     max_replicas: int = 1  # replicas / partitions: at most this many (its topic's partitions)
     cores_per_replica: float = 1.0  # the most cores one replica can use
-    growth_ms_per_replica: float = 0.0  # ms per page each replica beyond the first adds
+    idle_ms_per_second: float = 0.0  # per replica (shared: the part's own)
+    idle_per_replica: float = 0.0  # shared: ms per second more for each service replica beyond the first
     max_cores: float | None = None  # shared: the most cores it can use (None: any number)
 
-    def cost(self, replicas: int) -> float:
-        return self.cpu_ms_per_page + self.growth_ms_per_replica * (replicas - 1)
-
     def replicas_for(self, rate: float) -> int | None:
-        """Replicas needed for ``rate`` pages/s (None: more than it can have)."""
+        """Fewest replicas that carry ``rate`` pages/s (None: more than it can have)."""
         if self.scaling == "shared":
             return 1
-        replicas = 1
-        while rate * self.cost(replicas) > 1000 * replicas * self.cores_per_replica:
-            replicas += 1
-            if replicas > self.max_replicas:
-                return None
-        return replicas
+        for replicas in range(1, self.max_replicas + 1):
+            if replicas * self.idle_ms_per_second + rate * self.cpu_ms_per_page <= (
+                    1000 * replicas * self.cores_per_replica):
+                return replicas
+        return None
 
-    def cap(self) -> float:
-        """The rate no number of cores lets it pass (inf: none)."""
+    def load(self, rate: float, replicas: int, extra_replicas: int) -> float:
+        """CPU ms per second at ``rate`` with ``replicas`` of its own and ``extra_replicas`` in the stack."""
         if self.scaling == "shared":
-            if self.max_cores is None or self.cpu_ms_per_page <= 0:
-                return math.inf
-            return 1000 * self.max_cores / self.cpu_ms_per_page
-        cost = self.cost(self.max_replicas)
-        return math.inf if cost <= 0 else 1000 * self.max_replicas * self.cores_per_replica / cost
+            return self.idle_ms_per_second + self.idle_per_replica * extra_replicas + rate * self.cpu_ms_per_page
+        return replicas * self.idle_ms_per_second + rate * self.cpu_ms_per_page
 
 
 @dataclass(frozen=True)
@@ -116,44 +119,55 @@ class Point:
     pages_per_second: float
     bottleneck: str  # CORES_BOUND, or the part (or ceiling) that stops a higher rate
     replicas: dict[str, int]
-    cpu_ms_per_page: float  # all parts together, at that rate's replica counts
+    cpu_ms_per_page: float  # all parts together at that rate, their idle CPU included
+
+
+def _fit(parts: Sequence[Part], cores: float, rate: float,
+         ceilings: Mapping[str, float] | None) -> tuple[str | None, dict[str, int], float]:
+    """(what ``rate`` does not fit, or None; each scaled part's replicas; CPU ms per second in all)."""
+    for name, ceiling in (ceilings or {}).items():
+        if rate > ceiling:
+            return name, {}, 0.0
+    replicas: dict[str, int] = {}
+    for part in parts:
+        if part.scaling != "shared":
+            needed = part.replicas_for(rate)
+            if needed is None:
+                return part.name, replicas, 0.0
+            replicas[part.name] = needed
+    extra = sum(r - 1 for r in replicas.values())
+    total = 0.0
+    for part in parts:
+        load = part.load(rate, replicas.get(part.name, 1), extra)
+        if part.scaling == "shared" and part.max_cores is not None and load > 1000 * part.max_cores:
+            return part.name, replicas, 0.0
+        total += load
+    return (CORES_BOUND if total > 1000 * cores else None), replicas, total
 
 
 def check(parts: Sequence[Part], cores: float, rate: float, ceilings: Mapping[str, float] | None = None) -> str | None:
     """None when ``rate`` pages/s fits on ``cores`` cores; else what it does not fit: a ceiling, a part
     at its most replicas or cores, or CORES_BOUND (the parts together need more cores)."""
-    for name, ceiling in (ceilings or {}).items():
-        if rate > ceiling:
-            return name
-    total = 0.0
-    for part in parts:
-        replicas = part.replicas_for(rate)
-        if replicas is None or rate > part.cap():
-            return part.name
-        total += part.cost(replicas) * rate
-    return CORES_BOUND if total > 1000 * cores else None
+    return _fit(parts, cores, rate, ceilings)[0]
 
 
 def project(parts: Sequence[Part], cores: float, ceilings: Mapping[str, float] | None = None) -> Point:
     """The highest rate that fits on ``cores`` cores (to 0.01%), and what stops a higher one."""
-    base = sum(p.cpu_ms_per_page for p in parts)
-    high = 1000 * cores / base if base > 0 else 1e9
-    high = min([high, *(p.cap() for p in parts), *(ceilings or {}).values()])
+    per_page = sum(p.cpu_ms_per_page for p in parts)
+    high = min([1000 * cores / per_page if per_page > 0 else 1e12, *(ceilings or {}).values()])
     low = 0.0
     if check(parts, cores, high, ceilings) is None:
         low = high
     else:
-        for _ in range(80):
+        for _ in range(100):
             middle = (low + high) / 2
             if check(parts, cores, middle, ceilings) is None:
                 low = middle
             else:
                 high = middle
-    rate = low
-    bottleneck = check(parts, cores, rate * 1.0001 + 1e-9, ceilings) or CORES_BOUND
-    replicas = {p.name: p.replicas_for(rate) or p.max_replicas for p in parts if p.scaling != "shared"}
-    cost = sum(p.cost(replicas.get(p.name, 1)) for p in parts)
-    return Point(cores, rate, bottleneck, replicas, cost)
+    bottleneck = check(parts, cores, low * 1.0001 + 1e-9, ceilings) or CORES_BOUND
+    _, replicas, total = _fit(parts, cores, low, ceilings)
+    return Point(cores, low, bottleneck, replicas, total / low if low > 0 else 0.0)
 
 
 def curve(parts: Sequence[Part], cores: Sequence[float] = CORES,
@@ -163,13 +177,18 @@ def curve(parts: Sequence[Part], cores: Sequence[float] = CORES,
 
 def stops_scaling(parts: Sequence[Part], ceilings: Mapping[str, float] | None = None,
                   most: int = 1024) -> Point | None:
-    """The first whole number of cores at which something other than cores limits the rate (None: none up
-    to ``most``): from there on, more cores add nothing."""
-    for n in range(1, most + 1):
-        point = project(parts, n, ceilings)
-        if point.bottleneck != CORES_BOUND:
-            return point
-    return None
+    """The fewest whole cores at which something other than cores limits the rate (None: none up to
+    ``most``): from there on, more cores add nothing."""
+    if project(parts, most, ceilings).bottleneck == CORES_BOUND:
+        return None
+    low, high = 0, most  # cores-bound at low (or 0), not at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if project(parts, middle, ceilings).bottleneck == CORES_BOUND:
+            low = middle
+        else:
+            high = middle
+    return project(parts, high, ceilings)
 
 
 # -- measuring -------------------------------------------------------------------------------------
@@ -203,8 +222,10 @@ class ProcessProbe:
     """CPU of each process of each part (and each thread of the broker) at the mark and when idle."""
 
     at: dict[str, dict[str, dict[int, tuple[str, float]]]] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)  # moment -> time.monotonic()
 
     def __call__(self, moment: str, parts: dict[str, tuple[int, bool]]) -> None:
+        self.times[moment] = time.monotonic()
         snapshot: dict[str, dict[int, tuple[str, float]]] = {}
         for name, (root, children) in parts.items():
             units: dict[int, tuple[str, float]] = {}
@@ -237,52 +258,67 @@ class Run:
     seconds: float
     rate: float
     load: float
-    cpu_ms_per_page: dict[str, float]  # service (replicas together), postgres, broker, simweb
+    cpu_ms_per_page: dict[str, float]  # service (replicas together), postgres, broker, simweb: the whole crawl
     busiest_ms_per_page: dict[str, float]  # the busiest single process (broker: thread) of each part
     postgres_background_ms_per_page: float
     postgres_busiest_background: tuple[str, float]
     broker_threads_busy: int  # threads with more than 5% of the broker's CPU
     max_in_flight_per_host: int
     min_gap: float
+    processes: dict[str, int] = field(default_factory=dict)  # service -> its processes (replicas) in this run
+    window_seconds: float = 0.0  # the CPU counters' window: seeding to idle, and the settle period
+    idle_ms_per_second: dict[str, float] = field(default_factory=dict)  # part -> CPU with nothing to crawl
+    work_ms_per_page: dict[str, float] = field(default_factory=dict)  # part -> CPU per page less the idle CPU
 
 
 def _service_of(part: str) -> str:
     return part.split(".", 1)[0]
 
 
-def measure(work: Workload, folder: Path, replicas: int, replicate: Sequence[str]) -> Run:
+def _by_part(values: Mapping[str, float]) -> dict[str, float]:
+    """Figures of processes (``fetcher``, ``fetcher.2`` ...) summed by part."""
+    out: dict[str, float] = {}
+    for name, value in values.items():
+        out[_service_of(name)] = out.get(_service_of(name), 0.0) + value
+    return out
+
+
+def measure(work: Workload, folder: Path, replicas: int, replicate: Sequence[str], idle_seconds: float) -> Run:
     web = served_web(work.spec, folder / f"scale-{replicas}.log")
     web.start()
     probe = ProcessProbe()
     try:
         crawl = crawl_with_stack(web, work.web.home_pages(), replicas={s: replicas for s in replicate},
-                                 probe=probe)
+                                 probe=probe, idle_seconds=idle_seconds)
     finally:
         web.stop()
     figures = log_figures(crawl.log, work.web)
     pages = max(figures.pages, 1)
-    per_part: dict[str, float] = {}
-    for name, usage in crawl.usage.items():
-        per_part.setdefault(_service_of(name), 0.0)
-        per_part[_service_of(name)] += usage.cpu_seconds * 1000 / pages
+    window = probe.times.get("idle", 0.0) - probe.times.get("mark", 0.0)
+    cpu = _by_part({name: usage.cpu_seconds for name, usage in crawl.usage.items()})
+    idle = {k: v * 1000 / crawl.idle_seconds for k, v in _by_part(crawl.idle_cpu).items()} if crawl.idle_seconds else {}
     busiest: dict[str, float] = {}
     for name in crawl.usage:
-        for _, cpu in probe.deltas(name)[:1]:
-            service = _service_of(name)
-            busiest[service] = max(busiest.get(service, 0.0), cpu * 1000 / pages)
-    background = [(cmd.removeprefix("postgres: ").strip(), cpu * 1000 / pages)
-                  for cmd, cpu in probe.deltas("postgres") if _postgres_background(cmd)]
+        for _, seconds in probe.deltas(name)[:1]:
+            busiest[_service_of(name)] = max(busiest.get(_service_of(name), 0.0), seconds * 1000 / pages)
+    background = [(cmd.removeprefix("postgres: ").strip(), seconds * 1000 / pages)
+                  for cmd, seconds in probe.deltas("postgres") if _postgres_background(cmd)]
     threads = probe.deltas("broker")
-    broker_total = sum(cpu for _, cpu in threads)
+    broker_total = sum(seconds for _, seconds in threads)
     return Run(
         replicas=replicas, pages=figures.pages, seconds=round(figures.seconds, 2), rate=round(figures.rate, 1),
         load=round(os.getloadavg()[0], 1),
-        cpu_ms_per_page={k: round(v, 3) for k, v in per_part.items()},
+        cpu_ms_per_page={k: round(v * 1000 / pages, 3) for k, v in cpu.items()},
         busiest_ms_per_page={k: round(v, 3) for k, v in busiest.items()},
         postgres_background_ms_per_page=round(sum(v for _, v in background), 3),
         postgres_busiest_background=(background[0][0], round(background[0][1], 3)) if background else ("", 0.0),
-        broker_threads_busy=sum(1 for _, cpu in threads if broker_total > 0 and cpu > 0.05 * broker_total),
+        broker_threads_busy=sum(1 for _, seconds in threads if broker_total > 0 and seconds > 0.05 * broker_total),
         max_in_flight_per_host=figures.max_in_flight_per_host, min_gap=round(figures.min_gap, 3),
+        processes={s: (replicas if s in replicate else 1) for s in (*PARTITIONED, *REPLICATED)},
+        window_seconds=round(window, 2),
+        idle_ms_per_second={k: round(v, 2) for k, v in idle.items()},
+        work_ms_per_page={k: round(max(0.0, (v - idle.get(k, 0.0) / 1000 * window) * 1000 / pages), 3)
+                          for k, v in cpu.items()},
     )
 
 
@@ -293,38 +329,47 @@ def _median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def model_parts(runs: Sequence[Run], broker_cores: float | None) -> list[Part]:
-    """The projection's parts from the measured runs: a scaled service's cost with one replica and what
-    each more replica added (from the fewest and most replicas measured, never below 0), the shared
-    parts' costs as the median of every run."""
-    counts = sorted({r.replicas for r in runs})
-    fewest = [r for r in runs if r.replicas == counts[0]]
-    most = [r for r in runs if r.replicas == counts[-1]]
-    replicated = {s for r in runs for s in r.cpu_ms_per_page} & set(REPLICATED)
+def _idle_fit(runs: Sequence[Run], part: str) -> tuple[float, float]:
+    """A shared part's idle CPU (ms per second) with one process of each service, and what each more service
+    process adds (from the runs with the fewest and the most processes; never below 0)."""
+    def extra(run: Run) -> int:
+        return sum(run.processes.values()) - len(run.processes)
 
-    def cost(which: Sequence[Run], part: str) -> float:
-        return _median([r.cpu_ms_per_page.get(part, 0.0) for r in which])
+    counts = sorted({extra(r) for r in runs})
+    fewest = _median([r.idle_ms_per_second.get(part, 0.0) for r in runs if extra(r) == counts[0]])
+    if len(counts) < 2:
+        return fewest, 0.0
+    most = _median([r.idle_ms_per_second.get(part, 0.0) for r in runs if extra(r) == counts[-1]])
+    slope = max(0.0, (most - fewest) / (counts[-1] - counts[0]))
+    return max(0.0, fewest - slope * counts[0]), slope
+
+
+def model_parts(runs: Sequence[Run], broker_cores: float | None) -> list[Part]:
+    """The projection's parts from the measured runs: each part's CPU per page less its idle CPU (median of
+    the runs); a scaled service's idle CPU per replica; a shared part's idle CPU and what each more service
+    replica adds to it (:func:`_idle_fit`)."""
+    def work(part: str) -> float:
+        return _median([r.work_ms_per_page.get(part, r.cpu_ms_per_page.get(part, 0.0)) for r in runs])
 
     parts = []
     for service in (*PARTITIONED, *REPLICATED):
         if not any(service in r.cpu_ms_per_page for r in runs):
             continue
-        growth = 0.0
-        if service in replicated and counts[-1] > counts[0]:
-            growth = max(0.0, (cost(most, service) - cost(fewest, service)) / (counts[-1] - counts[0]))
-        one = cost(fewest, service) - growth * (counts[0] - 1)
-        parts.append(Part(service, round(one, 3), "replicas" if service in REPLICATED else "partitions",
+        idle = _median([r.idle_ms_per_second.get(service, 0.0) / r.processes.get(service, 1) for r in runs])
+        parts.append(Part(service, round(work(service), 3), "replicas" if service in REPLICATED else "partitions",
                           max_replicas=PARTITIONS[service],
                           cores_per_replica=float(EXTRACTOR_PROCESSES) if service == "extractor" else 1.0,
-                          growth_ms_per_replica=round(growth, 3)))
-    postgres = _median([r.cpu_ms_per_page.get("postgres", 0.0) for r in runs])
+                          idle_ms_per_second=round(idle, 2)))
     background = _median([r.postgres_background_ms_per_page for r in runs])
     busiest_background = _median([r.postgres_busiest_background[1] for r in runs])
-    parts.append(Part("postgres backends", round(max(0.0, postgres - background), 3), "shared"))
+    idle, per_replica = _idle_fit(runs, "postgres")
+    parts.append(Part("postgres backends", round(max(0.0, work("postgres") - background), 3), "shared",
+                      idle_ms_per_second=round(idle, 2), idle_per_replica=round(per_replica, 2)))
     parts.append(Part("postgres background", round(background, 3), "shared",
                       max_cores=background / busiest_background if busiest_background > 0 else None))
-    parts.append(Part("broker", round(_median([r.cpu_ms_per_page.get("broker", 0.0) for r in runs]), 3), "shared",
-                      max_cores=broker_cores))
+    idle, per_replica = _idle_fit(runs, "broker")
+    parts.append(Part("broker", round(work("broker"), 3), "shared", idle_ms_per_second=round(idle, 2),
+                      idle_per_replica=round(per_replica, 2), max_cores=broker_cores))
     return parts
 
 
@@ -390,16 +435,25 @@ def print_report(result: dict[str, Any]) -> None:
                   f" PostgreSQL background {r.postgres_background_ms_per_page:.2f} (busiest: {name} {ms:.2f});"
                   f" broker threads busy {r.broker_threads_busy}; politeness: max {r.max_in_flight_per_host}"
                   f" per host, smallest gap {r.min_gap} s")
+        if any(r.idle_ms_per_second for r in runs):
+            print("\nIdle CPU (ms per second, the stack up with nothing to crawl) and CPU per page less it:")
+            print("| replicas | window s | " + " | ".join(f"{c} idle / per page" for c in _PART_COLUMNS) + " |")
+            print("| ---: | ---: | " + " | ".join("---:" for _ in _PART_COLUMNS) + " |")
+            for r in runs:
+                cells = [f"{r.idle_ms_per_second.get(c, 0.0):.0f} / {r.work_ms_per_page.get(c, 0.0):.2f}"
+                         for c in _PART_COLUMNS]
+                print(f"| {r.replicas} | {r.window_seconds:.0f} | " + " | ".join(cells) + " |")
     p = result["projection"]
-    print("\nModel (ms per page at one replica; + growth per more replica; most replicas or cores):")
+    print("\nModel (CPU ms per page; idle CPU ms per second, per replica; the most replicas or cores):")
     for part in p["parts"]:
         if part["scaling"] == "shared":
             limit = "any number of cores" if part["max_cores"] is None else f"at most {part['max_cores']:.2f} cores"
+            idle = f"idle {part['idle_ms_per_second']:.0f} + {part['idle_per_replica']:.1f} per service replica"
         else:
             limit = (f"up to {part['max_replicas']} replicas ({part['scaling']}),"
                      f" {part['cores_per_replica']:g} core(s) each")
-        print(f"  {part['name']:<20} {part['cpu_ms_per_page']:6.2f} ms + {part['growth_ms_per_replica']:.2f}"
-              f" per replica; {limit}")
+            idle = f"idle {part['idle_ms_per_second']:.0f} per replica"
+        print(f"  {part['name']:<20} {part['cpu_ms_per_page']:6.2f} ms per page; {idle}; {limit}")
     serial = result["projection_broker_serial"]
     print("\nProjected (as modelled; and with the broker on one core):")
     print("| cores | pages/s | x 2 cores | CPU ms per page | limited by | replicas | pages/s, broker on one core"
@@ -436,6 +490,8 @@ def main() -> None:
     parser.add_argument("--replicate", default=",".join(REPLICATED),
                         help="Services run with that many replicas (the others with one).")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--idle-seconds", type=float, default=10.0,
+                        help="How long to read the stack's idle CPU before each crawl (0: not read).")
     parser.add_argument("--broker-cores", type=float, default=None,
                         help="The most cores the broker can use (default: any number).")
     parser.add_argument("--from-json", type=Path, help="Project again from a saved --json result (no crawl).")
@@ -457,7 +513,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="trawl-bench-scale-", dir="/var/tmp") as tmp:
             for i in range(args.repeat):
                 for n in counts[i % len(counts):] + counts[: i % len(counts)]:
-                    run = measure(work, Path(tmp), n, replicate)
+                    run = measure(work, Path(tmp), n, replicate, args.idle_seconds)
                     runs.append(run)
                     print(f"  repetition {i + 1}/{args.repeat}: {n} replica(s): {run.rate:,.1f} pages/s"
                           f" ({run.pages} pages, load {run.load})", file=sys.stderr, flush=True)

@@ -48,6 +48,7 @@ the SSRF guard by name."""
 SETTLE_SECONDS = 3.0
 LAG_EVERY_SECONDS = 3.0
 REPLICA_READY_SECONDS = 120.0
+IDLE_SETTLE_SECONDS = 3.0
 Probe = Callable[[str, dict[str, tuple[int, bool]]], None]
 """Called with ("mark", parts) when the CPU counters start and ("idle", parts) when the crawl is over."""
 
@@ -63,6 +64,8 @@ class StackCrawl:
     mean_lag: dict[str, float] = field(default_factory=dict)
     stats: dict[str, Any] = field(default_factory=dict)
     messages: dict[str, int] = field(default_factory=dict)  # topic -> messages written during the crawl
+    idle_cpu: dict[str, float] = field(default_factory=dict)  # part -> CPU seconds before seeding, stack idle
+    idle_seconds: float = 0.0  # how long that was
 
 
 def _bindable(port: int) -> bool:
@@ -201,11 +204,12 @@ def topic_messages(bootstrap: str, prefix: str) -> dict[str, int]:
 def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
                      timeout: float = 900.0, watch_lag: bool = True,
                      tuning: Mapping[str, str] = DEMO_TUNING, replicas: Mapping[str, int] | None = None,
-                     probe: Probe | None = None) -> StackCrawl:
+                     probe: Probe | None = None, idle_seconds: float = 0.0) -> StackCrawl:
     """Crawls ``web`` from ``seeds`` to an idle frontier. The services get ``tuning`` (by default the demo's
     settings), the web's proxy and a topic prefix, then ``overrides``; ``replicas`` runs more processes of
     the services it names (their usage is reported as ``<service>.2`` ...); ``probe`` is told when the CPU
-    counters start and when the crawl is over."""
+    counters start and when the crawl is over; with ``idle_seconds``, the CPU each part spends that long with
+    nothing to crawl is read before the seeds go in (``StackCrawl.idle_cpu``)."""
     home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
     home.chmod(0o755)  # the PostgreSQL account must be able to enter it
     extra = replica_names(replicas or {})
@@ -227,7 +231,14 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
         sampler = Sampler(parts)
         sampler.start()
         lags: dict[str, list[int]] = {}
+        idle_cpu: dict[str, float] = {}
         with local_stack.admin_client(settings, state) as admin:
+            if idle_seconds > 0:
+                time.sleep(IDLE_SETTLE_SECONDS)  # past the services' start-up work
+                sampler.mark()
+                time.sleep(idle_seconds)
+                sampler.sample()
+                idle_cpu = {name: part.cpu_seconds for name, part in sampler.usage.items()}
             sampler.mark()
             if probe is not None:
                 probe("mark", parts)
@@ -260,6 +271,7 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
             log=web.request_log, usage=usage, seconds_to_idle=seconds, stats=stats,
             max_lag={s: max(v) for s, v in lags.items() if v},
             mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v}, messages=messages,
+            idle_cpu=idle_cpu, idle_seconds=idle_seconds,
         )
     finally:
         stop_replicas(replica_processes)

@@ -64,16 +64,28 @@ def test_an_extractor_replica_uses_its_worker_processes() -> None:
     assert two_cores.pages_per_second == pytest.approx(400, rel=1e-3)
 
 
-def test_each_more_replica_costs_its_growth() -> None:
-    # cost(r) = 1 + r ms per page, plus 1 ms shared. On 4 cores: 3 replicas (4 ms) carry 750 pages/s on
-    # 3 cores and the shared part takes 0.75 more; 4 replicas would need 800 x 6 ms = 4.8 cores for 800.
-    parts = [_scaling("fetcher", 2.0, growth_ms_per_replica=1.0), Part("postgres backends", 1.0, "shared")]
+def test_each_replica_costs_its_idle_cpu() -> None:
+    # 2 ms per page and 100 ms per second idle per replica, plus 1 ms per page shared. On 4 cores:
+    # 3 replicas carry up to 1,350 pages/s, and 300 + 3 x 1,233.3 = 4,000 ms per second.
+    parts = [_scaling("fetcher", 2.0, idle_ms_per_second=100.0), Part("postgres backends", 1.0, "shared")]
 
     point = project(parts, 4)
 
-    assert point.pages_per_second == pytest.approx(750, rel=1e-3)
+    assert point.pages_per_second == pytest.approx(1233.3, rel=1e-3)
     assert point.replicas == {"fetcher": 3} and point.bottleneck == CORES_BOUND
-    assert point.cpu_ms_per_page == pytest.approx(5.0)
+    assert point.cpu_ms_per_page == pytest.approx(4000 / 1233.3, rel=1e-3)
+
+
+def test_a_shared_part_idles_more_with_every_service_replica() -> None:
+    # The broker on one core: 50 ms per second, 25 more per replica beyond the first, 1 ms per page.
+    # At 875 pages/s the extractor needs 4 replicas (3.5 cores): 50 + 3 x 25 + 875 = 1,000.
+    parts = [_scaling("extractor", 4.0),
+             Part("broker", 1.0, "shared", idle_ms_per_second=50.0, idle_per_replica=25.0, max_cores=1.0)]
+
+    point = project(parts, 64)
+
+    assert point.pages_per_second == pytest.approx(875, rel=1e-3)
+    assert point.bottleneck == "broker" and point.replicas == {"extractor": 4}
 
 
 def test_a_ceiling_caps_the_rate_by_name() -> None:
@@ -81,21 +93,29 @@ def test_a_ceiling_caps_the_rate_by_name() -> None:
     assert point.pages_per_second == pytest.approx(120, rel=1e-3) and point.bottleneck == "web"
 
 
-def _run(replicas: int, costs: dict[str, float], background: float = 0.5, busiest: float = 0.25) -> Run:
-    return Run(replicas, 1000, 10.0, 100.0, 1.0, costs, {}, background, ("walwriter", busiest), 2, 1, 0.2)
+def _run(replicas: int, work: dict[str, float], idle: dict[str, float], background: float = 0.5,
+         busiest: float = 0.25) -> Run:
+    processes = {s: (replicas if s in ("fetcher", "extractor", "dedup") else 1)
+                 for s in ("scheduler", "importance", "linkbase", "fetcher", "extractor", "dedup")}
+    return Run(replicas, 1000, 10.0, 100.0, 1.0, work, {}, background, ("walwriter", busiest), 2, 1, 0.2,
+               processes=processes, window_seconds=10.0, idle_ms_per_second=idle, work_ms_per_page=work)
 
 
-def test_model_parts_take_growth_from_the_replicas_measured() -> None:
-    shared = {"scheduler": 1.0, "importance": 0.5, "linkbase": 1.0, "postgres": 3.0, "broker": 2.0}
-    runs = [_run(1, {**shared, "fetcher": 1.0, "extractor": 3.0, "dedup": 1.5}),
-            _run(2, {**shared, "fetcher": 1.4, "extractor": 2.9, "dedup": 1.5, "broker": 4.0})]
+def test_model_parts_take_idle_cpu_per_replica_and_per_page_costs_from_the_runs() -> None:
+    work = {"scheduler": 1.0, "importance": 0.5, "linkbase": 1.0, "fetcher": 1.0, "extractor": 3.0, "dedup": 1.5,
+            "postgres": 3.0, "broker": 2.0}
+    runs = [_run(1, work, {"fetcher": 20.0, "broker": 60.0, "postgres": 10.0}),
+            _run(2, {**work, "broker": 4.0}, {"fetcher": 40.0, "broker": 90.0, "postgres": 5.0})]
 
     parts = {p.name: p for p in model_parts(runs, broker_cores=None)}
 
-    assert parts["fetcher"].cpu_ms_per_page == 1.0 and parts["fetcher"].growth_ms_per_replica == pytest.approx(0.4)
-    assert parts["extractor"].growth_ms_per_replica == 0.0  # less CPU with two: noise, not a saving
-    assert parts["scheduler"].scaling == "partitions" and parts["scheduler"].growth_ms_per_replica == 0.0
-    assert parts["postgres backends"].cpu_ms_per_page == pytest.approx(2.5)
+    assert parts["fetcher"].idle_ms_per_second == pytest.approx(20.0)  # 40 over its 2 replicas
+    assert parts["extractor"].cores_per_replica == 2.0 and parts["scheduler"].scaling == "partitions"
+    assert parts["postgres backends"].cpu_ms_per_page == pytest.approx(2.5)  # less its background's 0.5
     assert parts["postgres background"].max_cores == pytest.approx(2.0)  # 0.5 ms, the busiest 0.25
+    # 3 more service processes in the second run: 30 ms per second more, 10 each; less idle is noise.
+    assert parts["broker"].idle_ms_per_second == pytest.approx(60.0)
+    assert parts["broker"].idle_per_replica == pytest.approx(10.0)
+    assert parts["postgres backends"].idle_per_replica == 0.0
     assert parts["broker"].cpu_ms_per_page == pytest.approx(3.0) and parts["broker"].max_cores is None
     assert model_parts(runs, broker_cores=1.0)[-1].max_cores == 1.0
