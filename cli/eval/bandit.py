@@ -54,16 +54,26 @@ def evaluate(sites_file: Path, budget: int, step: int) -> dict[str, Any]:
 
 
 def run(
-    sites: Path = typer.Option(..., "--sites", help="Site file (JSON lines); written first with --generate."),
+    sites: Path | None = typer.Option(None, "--sites", help="Site file (JSON lines); written first with --generate."),
     budget: int = typer.Option(2000, "--budget", min=1, help="Pages the crawl may fetch over all sites."),
     step: int = typer.Option(10, "--step", min=1, help="R2's batch, R3's first pages per site, the quantum's turn."),
     generate_kind: str | None = typer.Option(
         None, "--generate", help=f"Write a generated site set of this kind first: {', '.join(KINDS)}."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of --generate."),
+    suite: bool = typer.Option(False, "--suite", help="Every family of generated site sets instead of one file."),
+    family: list[str] = typer.Option([], "--family", help="With --suite: only these families (repeatable)."),
+    seeds: int = typer.Option(20, "--seeds", min=1, help="With --suite: sets per family (seeds 0..N-1)."),
+    tune_grid: bool = typer.Option(False, "--tune", help="With --suite: search recency's decay and floor."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Replay a budgeted crawl over recorded sites with every site policy (seed 003, BeeBot)."""
+    if suite:
+        _suite(budget, step, seeds, family, tune_grid, as_json)
+        return
+    if sites is None:
+        console.print("[red]--sites is required (or --suite)[/red]")
+        raise typer.Exit(2)
     generated = None
     if generate_kind is not None:
         if generate_kind not in KINDS:
@@ -85,6 +95,34 @@ def run(
     ]
     title = f"{payload['sites']} sites, budget {budget} pages: reward of each policy"
     emit(as_json, payload, title, ["policy", "reward", "pages", "vs best fixed rule"], rows)
+
+
+def _suite(budget: int, step: int, seeds: int, kinds: list[str], tune_grid: bool, as_json: bool) -> None:
+    from cli.eval.bandit_suite import FAMILIES, run_suite, tune
+
+    known = [kind for kind, _ in FAMILIES]
+    if any(k not in known for k in kinds):
+        console.print(f"[red]--family must be among {', '.join(known)}[/red]")
+        raise typer.Exit(2)
+    payload = run_suite(budget, step, seeds, kinds or None)
+    if tune_grid:
+        payload["tuning"] = tune(budget, step, seeds)
+    rows = []
+    for kind, f in payload["families"].items():
+        per = f["recency_vs_best_rule_per_set"]
+        mean = f["mean_reward"]
+        rows.append((kind, f["split"], *(f"{mean[n]:g}" for n in ("r1", "r2", "r3", "quantum", "recency")),
+                     f"{f['best_fixed_rule_of_family']} {f['recency_vs_family_rule']:.3f}",
+                     f"{per['mean']:.3f} (worst {per['worst']:.3f}, >= 1 in {per['at_least_equal']}/{f['sets']})"))
+    title = (f"{seeds} sets per family, budget {budget}: mean reward per set; recency (decay "
+             f"{payload['parameters']['recency_decay']}, floor {payload['parameters']['recency_floor']}) against the"
+             " best fixed rule")
+    emit(as_json, payload, title, ["family", "split", "r1", "r2", "r3", "quantum", "recency",
+                                   "family's best rule, recency / it", "recency / best rule of each set"], rows)
+    if tune_grid and not as_json:
+        chosen = payload["tuning"]["chosen"]
+        console.print(f"tuning: decay {chosen['decay']}, floor {chosen['floor']} (defaults: "
+                      f"{payload['tuning']['defaults']})")
 
 
 def register(app: typer.Typer) -> None:

@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from libs.common.settings import SettingsError
-from services.scheduler.bandits.arms import Arm, recent_mean
-from services.scheduler.bandits.policies import POLICY_NAMES, SitePolicy, make_policy
+from services.scheduler.bandits.arms import Arm, recent_mean, recent_pages
+from services.scheduler.bandits.policies import POLICY_NAMES, RECENCY_DECAY, SitePolicy, make_policy
 
 # A page's reward: 1 if fetched; the URLs first discovered on it; the external links it carries.
 GOALS: tuple[str, ...] = ("documents", "new_urls", "external_links")
-RECENT_PAGES = 32  # page rewards kept for the recency mean: 0.9**32 is 3% of the newest page's weight
+RECENT_PAGES = recent_pages(RECENCY_DECAY)  # page rewards the recency mean reads (older ones weigh under 3%)
 
 
 @dataclass(frozen=True)

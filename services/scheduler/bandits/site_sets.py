@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from services.scheduler.bandits.replay import SiteRewards
 
-KINDS: tuple[str, ...] = ("institutes", "universities")
+KINDS: tuple[str, ...] = ("institutes", "universities", "mixed", "varied")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,27 @@ FACULTY_UNIVERSITY = SiteShape((400, 13_000), (500, 700), 1.5, 3.0, 100.0, (0, 0
 SHAPES: dict[str, tuple[SiteShape, ...]] = {
     "institutes": (RICH_INSTITUTE, *[CATALOGUE_INSTITUTE] * 2, *[PLAIN_INSTITUTE] * 7),
     "universities": (*[PORTAL_UNIVERSITY] * 5, *[FACULTY_UNIVERSITY] * 5),
+    # the paper's third sample: both kinds in one set
+    "mixed": (RICH_INSTITUTE, CATALOGUE_INSTITUTE, *[PLAIN_INSTITUTE] * 3, *[PORTAL_UNIVERSITY] * 3,
+              *[FACULTY_UNIVERSITY] * 2),
 }
+
+
+def varied_shape(rng: random.Random) -> SiteShape:
+    """A site of no kind in particular: every parameter of a shape drawn anew, over wider ranges than the kinds'."""
+    low = _log_uniform(rng, (200, 20_000))
+    links = _log_uniform(rng, (20, 3_000))
+    return SiteShape(
+        pages=(low, low + 1),
+        links=(links, links + 1),
+        links_per_page=math.exp(rng.uniform(math.log(1.0), math.log(30.0))),
+        heaviness=math.exp(rng.uniform(math.log(0.3), math.log(4.0))),
+        depth_scale=math.exp(rng.uniform(math.log(30.0), math.log(3_000.0))),
+        home_links=(0, rng.choice((0, 5, 40))),
+        silent_start=(1, rng.choice((1, 1, 10, 40, 120))),
+        catalogue=(200, 800) if rng.random() < 0.2 else (0, 0),
+        catalogue_within=rng.choice((20, 60, 300)),
+    )
 
 
 def _log_uniform(rng: random.Random, bounds: tuple[int, int]) -> int:
@@ -101,11 +121,11 @@ def _site(rng: random.Random, shape: SiteShape, max_pages: int) -> list[int]:
 
 
 def generate(kind: str, seed: int, max_pages: int = 2_000) -> list[SiteRewards]:
-    """Ten sites of ``kind`` ("institutes" or "universities"), in a seed-shuffled order."""
-    if kind not in SHAPES:
+    """Ten sites of ``kind`` (one of :data:`KINDS`), in a seed-shuffled order."""
+    if kind not in KINDS:
         raise ValueError(f"unknown kind of site set {kind!r}; known: {', '.join(KINDS)}")
     rng = random.Random(f"{kind}:{seed}")
-    shapes = list(SHAPES[kind])
+    shapes = [varied_shape(rng) for _ in range(10)] if kind == "varied" else list(SHAPES[kind])
     rng.shuffle(shapes)
     prefix = kind[:4]
     return [

@@ -42,8 +42,8 @@ def test_the_institutes_rank_as_in_the_paper() -> None:
         "r2_batch": 10,
         "r3_initial_pages": 10,
         "quantum_pages": 10,
-        "recency_decay": 0.9,
-        "recency_floor": 0.5,
+        "recency_decay": 0.98,
+        "recency_floor": 1.0,
     }
     reward = {name: p["reward"] for name, p in got["policies"].items()}
     assert reward["r2"] > reward["r3"] > reward["r1"]

@@ -69,3 +69,23 @@ def test_every_goal_reads_its_own_reward_from_the_tables() -> None:
     assert set(GOALS) == {"documents", "new_urls", "external_links"} == set(arm_store.REWARD_COLUMNS)
     built = allocator_from_settings("r2", SITES, "external_links", 0, 10, 4)
     assert built is not None and built.goal == "external_links"
+
+
+def test_the_scheduler_and_the_replay_see_the_same_arms() -> None:
+    """The allocator rebuilds a site's arm from its stored last page rewards exactly as the replay's book keeps it."""
+    from services.scheduler.bandits.allocator import RECENT_PAGES, ArmState, allocator_from_settings
+    from services.scheduler.bandits.arms import ArmBook, recent_pages
+    from services.scheduler.bandits.policies import RECENCY_DECAY, RecencyGreedy, make_policy
+
+    allocator = allocator_from_settings("recency", ["a.test"], "external_links", 500, 10, 1)
+    assert allocator is not None and isinstance(allocator.policy, RecencyGreedy)
+    evaluated = make_policy("recency", budget=500, sites=1)
+    assert (allocator.policy.recency_decay, allocator.policy.floor) == (evaluated.recency_decay, evaluated.floor)
+    assert RECENT_PAGES == recent_pages(RECENCY_DECAY) == recent_pages(evaluated.recency_decay)
+    rewards = [float((i * 7) % 13 == 0) * (i % 40) for i in range(400)]
+    book = ArmBook(["a.test"], evaluated.recency_decay)
+    for reward in rewards:
+        book.record(0, reward)
+    state = ArmState("a.test", pulls=len(rewards), in_flight=0, reward_sum=sum(rewards), reward_max=max(rewards),
+                     recent=tuple(rewards[-RECENT_PAGES:]), has_work=True)
+    assert allocator._arms([state]) == book.arms
