@@ -294,7 +294,7 @@ class FetchCore:
 
     def _not_modified(self, url: str, host: str, response: HttpResponse, sent: Validators | None) -> FetchAttempt:
         """A 304: the page as captured when the request was conditional, else an HTTP error tried again later."""
-        if not sent or response.redirect_chain:  # validators go with the first request only
+        if sent is None or not sent.request_headers() or response.redirect_chain:  # sent with the first request only
             count("unsolicited_304")
             return self._result(url, host, "http_error", response, True, "status 304 to an unconditional request")
         count("not_modified")

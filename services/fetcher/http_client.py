@@ -260,7 +260,7 @@ class HttpFetcher:
         budget = self._total_timeout
         elapsed = 0.0
         loop = asyncio.get_running_loop()
-        conditional = validators if validators else None
+        conditional = validators if validators is not None and validators.request_headers() else None
         while True:
             started, real_started = self._clock.now(), loop.time()
             hop_or_error = await self._request(session, current, budget, accept_all_types, conditional)

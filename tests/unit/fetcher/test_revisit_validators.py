@@ -202,3 +202,12 @@ async def test_a_not_modified_revisit_publishes_its_outcome_and_no_fetch_result(
     await worker.handle(pb.FetchRequest(request_id="r2", url=server.url("/page"), host="127.0.0.1"))
     assert [topic for topic, _ in producer.sent[1:]] == ["trawl.fetch-results", "trawl.fetch-outcomes"]
     assert producer.sent[2][1].status == pb.FETCH_STATUS_OK and producer.sent[2][1].etag == '"v1"'
+
+
+async def test_a_304_to_a_revisit_whose_only_validator_was_broken_is_unsolicited(serve, core) -> None:
+    origin = Origin()
+    origin.always_304 = True
+    server = await serve(origin.app())
+    attempt = await core.fetch(server.url("/page"), validators=Validators("", "not a date"))
+    assert attempt.outcome == "http_error" and attempt.retryable
+    assert "If-Modified-Since" not in server.requests[-1].headers
