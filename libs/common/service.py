@@ -114,9 +114,11 @@ class Service:
 
     async def start(self) -> None:
         await self.grpc.start()
+        await self.grpc.set_serving(False)  # not before every component started (a dependency may be away)
         for component in self.components:
             await component.start()
             self._started.append(component)
+        await self.grpc.set_serving(True)
         metrics.UP.labels(self.name).set(1)
         self._watch_task = asyncio.create_task(self._watch(), name=f"{self.name}-watch")
         log.info("%s started", self.name, extra={"grpc_port": self.grpc.port})
