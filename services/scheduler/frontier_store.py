@@ -233,6 +233,13 @@ _APPLY_OUTCOMES = (
 )
 
 
+UNANNOUNCED_PRIORITY = 1e-12
+"""The priority of a URL at depth 0 whose cash the importance service has not announced yet, shared by
+``1 + depth`` below it: far under any announced cash (100 credits over the whole crawl), so it only
+orders URLs with no cash yet, shallow first (breadth-first until AOPIC speaks: a host's next request is
+often handed out before its new pages' cash is announced)."""
+
+
 class FrontierStore:
     def __init__(self, db: Database, partitions: int, clock: SchedulerClock | None = None,
                  revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None,
@@ -266,8 +273,9 @@ class FrontierStore:
             )
             cur = await conn.execute(
                 "INSERT INTO scheduler.frontier AS f"
-                "   (url_fp, url, host, status, depth, source, path_key, path_penalty, next_fetch_at)"
-                " SELECT fp, url, host, 'queued', depth, source, NULLIF(path, ''), penalty, %s::timestamptz"
+                "   (url_fp, url, host, status, depth, source, path_key, path_penalty, next_fetch_at, priority)"
+                " SELECT fp, url, host, 'queued', depth, source, NULLIF(path, ''), penalty, %s::timestamptz,"
+                "   %s::float8 * (1 - penalty) / (1 + greatest(depth, 0))"
                 " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[])"
                 "   AS t(fp, url, host, depth, source, path, penalty)"
                 " ORDER BY fp"
@@ -280,6 +288,7 @@ class FrontierStore:
                 " RETURNING f.url_fp",
                 (
                     self._clock.now(),
+                    UNANNOUNCED_PRIORITY,
                     [r.url_fp for r in rows],
                     [r.url for r in rows],
                     [r.host for r in rows],

@@ -167,6 +167,24 @@ async def test_dispatch_takes_the_best_url_of_each_free_host_best_first(frontier
     assert await frontier.dispatch(10, ALL) == []
 
 
+async def test_urls_with_no_cash_announced_go_shallowest_first_and_after_any_with_cash(
+    frontier: FrontierStore,
+) -> None:
+    (host,) = hosts_in_distinct_partitions(1)
+    by_depth = {f"http://{host}/deep-{d}": d for d in (3, 1, 4, 2)}
+    await frontier.add_urls([new_url(u, depth=d) for u, d in by_depth.items()])
+    order = []
+    for _ in by_depth:
+        (sent,) = await frontier.dispatch(10, ALL)
+        order.append(by_depth[sent.url])
+        await frontier.apply_outcomes([outcome(sent, pb.FETCH_STATUS_OK)], 3, 60.0)
+    assert order == [1, 2, 3, 4]  # breadth first until the importance service announces cash
+    await frontier.add_urls([new_url(f"http://{host}/shallow", depth=0), new_url(f"http://{host}/rich", depth=5)])
+    await frontier.set_priorities([priority(f"http://{host}/rich", 1e-6)])
+    (sent,) = await frontier.dispatch(10, ALL)
+    assert sent.url == f"http://{host}/rich"  # any announced cash outweighs the depth order
+
+
 async def test_dispatch_respects_room(frontier: FrontierStore) -> None:
     hosts = hosts_in_distinct_partitions(4)
     await frontier.add_urls([new_url(f"http://{h}/") for h in hosts])
