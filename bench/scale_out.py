@@ -21,7 +21,8 @@ busiest single process (or, for the broker, thread) of each part.
   idle CPU is if anything less while crawling: the projection errs low);
 * a part that scales by replicas or partitions runs as many replicas as its CPU needs (each at
   most one core, an extractor replica at most its worker processes), at most as many as its
-  topic has partitions, and each replica costs its idle CPU;
+  topic has partitions; each replica owns whole partitions (the busiest ``ceil(12 / replicas)``
+  of them: keys are taken to spread evenly, a skew of hosts is not modelled) and costs its idle CPU;
 * a shared part uses at most ``max_cores`` cores, its idle CPU growing with the service replicas
   (fitted from the runs): PostgreSQL's backends spread over cores
   (one per connection, each replica brings its own), its background processes are each one
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -90,19 +92,21 @@ class Part:
     name: str
     cpu_ms_per_page: float  # all its processes together
     scaling: str  # "replicas", "partitions" or "shared"
-    max_replicas: int = 1  # replicas / partitions: at most this many (its topic's partitions)
+    max_replicas: int = 1  # its topic's partitions: at most this many replicas, each owning whole partitions
     cores_per_replica: float = 1.0  # the most cores one replica can use
     idle_ms_per_second: float = 0.0  # per replica (shared: the part's own)
     idle_per_replica: float = 0.0  # shared: ms per second more for each service replica beyond the first
     max_cores: float | None = None  # shared: the most cores it can use (None: any number)
 
     def replicas_for(self, rate: float) -> int | None:
-        """Fewest replicas that carry ``rate`` pages/s (None: more than it can have)."""
+        """Fewest replicas that carry ``rate`` pages/s (None: more than it can have). The busiest replica
+        owns ``ceil(partitions / replicas)`` partitions and as large a share of the pages (keys are taken
+        to spread evenly over partitions)."""
         if self.scaling == "shared":
             return 1
         for replicas in range(1, self.max_replicas + 1):
-            if replicas * self.idle_ms_per_second + rate * self.cpu_ms_per_page <= (
-                    1000 * replicas * self.cores_per_replica):
+            share = math.ceil(self.max_replicas / replicas) / self.max_replicas
+            if self.idle_ms_per_second + share * rate * self.cpu_ms_per_page <= 1000 * self.cores_per_replica:
                 return replicas
         return None
 

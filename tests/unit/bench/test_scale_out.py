@@ -19,7 +19,9 @@ def test_parts_that_all_scale_give_a_rate_in_proportion_to_cores() -> None:
     # 5 ms of CPU per page: 200 pages/s per core.
     assert [round(p.pages_per_second) for p in points] == [400, 800, 1600, 3200]
     assert {p.bottleneck for p in points} == {CORES_BOUND}
-    assert points[2].replicas == {"fetcher": 2, "extractor": 5}  # 1.6 and 4.8 cores of work
+    # 1.6 and 4.8 cores of work: five extractors would own 3, 3, 2, 2 and 2 of the 12 partitions, and the
+    # busiest one would need 1.2 cores; six own 2 each.
+    assert points[2].replicas == {"fetcher": 2, "extractor": 6}
     stop = stops_scaling(parts)  # the extractor: 12 partitions of one core at 3 ms, 4,000 pages/s on 20 cores
     assert stop is not None and (stop.cores, stop.bottleneck) == (20, "extractor")
     assert stop.pages_per_second == pytest.approx(4000, rel=1e-3)
