@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import grpc
 import psycopg
 from rich.live import Live
 from rich.table import Table
@@ -86,7 +87,14 @@ def wait_for_crawl(admin: AdminClient, timeout: float, quiet: bool, settle: floa
     last_fetched, last_time, rate = 0, started, 0.0
     with Live(console=console, refresh_per_second=4, transient=False) as live:
         while time.monotonic() - started < timeout:
-            stats = admin.stats()
+            try:
+                stats = admin.stats()
+            except grpc.RpcError as exc:
+                if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                idle_since = None  # the scheduler is restarting (after a broker restart, say): ask again
+                time.sleep(0.5)
+                continue
             now = time.monotonic()
             if now - last_time >= 1.0:
                 rate = (stats["fetched"] - last_fetched) / (now - last_time)
