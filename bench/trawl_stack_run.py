@@ -8,6 +8,12 @@ the simulated web needs). Its fetcher reaches the web through the web's server a
 crawls, a :class:`~bench.proc_usage.Sampler` reads the CPU time and memory of every
 service, of PostgreSQL (the postmaster and its backends) and of the broker, and every few
 seconds the consumer lag of each service's group is read from the broker.
+
+With ``replicas`` (service -> processes), a service runs more processes in its consumer group
+(``<service>.2``, ``<service>.3`` ...: the stack's environment with a gRPC port of their own), started
+once the stack serves and watched as parts of their own; the crawl is seeded once each owns partitions.
+With ``idle_seconds``, the CPU each part spends with nothing to crawl (consumers' empty fetches,
+timers) is read for that long before the seeds go in.
 """
 
 from __future__ import annotations
