@@ -91,7 +91,7 @@ def tune(budget: int, step: int, seeds: int) -> dict[str, Any]:
     """The recency grid over the tuning families, and the held-out families at each point."""
     base = {kind: run_sets(family_sets(kind, seeds), budget, step) for kind, _ in FAMILIES}
     sets = {kind: family_sets(kind, seeds) for kind, _ in FAMILIES}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for decay in DECAYS:
         for floor in FLOORS:
             per = {}
@@ -103,7 +103,7 @@ def tune(budget: int, step: int, seeds: int) -> dict[str, Any]:
             tuning = [per[kind] for kind, split in FAMILIES if split == "tuning"]
             rows.append({"decay": decay, "floor": floor, "families": per,
                          "tuning_score": [min(t["mean"] for t in tuning), min(t["worst"] for t in tuning)]})
-    chosen = max(rows, key=lambda r: tuple(r["tuning_score"]))
+    chosen = max(rows, key=lambda r: (r["tuning_score"][0], r["tuning_score"][1]))
     return {"grid": rows, "chosen": {"decay": chosen["decay"], "floor": chosen["floor"]},
             "defaults": {"decay": RECENCY_DECAY, "floor": RECENCY_FLOOR}}
 

@@ -152,7 +152,11 @@ class RecencyGreedy:
         pick = _best_open(arms, starved)
         if pick is not None and starved[pick] > -math.inf:
             return pick  # the least-fetched site under the floor
-        return _best_open(arms, [arm.recent_mean for arm in arms])
+        best: int | None = None
+        for i, arm in enumerate(arms):  # ties (sites whose last pages all had nothing) go to the larger mean
+            if arm.open and (best is None or (arm.recent_mean, arm.mean) > (arms[best].recent_mean, arms[best].mean)):
+                best = i
+        return best
 
 
 def explore_pages(budget: int, sites: int, step: int) -> int:
