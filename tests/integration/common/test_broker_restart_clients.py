@@ -92,7 +92,9 @@ async def test_start_creates_the_declared_topics_and_a_produce_creates_none(
     assert prefix + "undeclared" not in partition_counts(admin_client(settings.bootstrap), 5.0)
 
 
-async def test_a_broker_that_comes_back_empty_is_told_within_seconds(broker: LocalBroker, producer: TopicProducer) -> None:
+async def test_a_broker_that_comes_back_empty_is_told_within_seconds(
+    broker: LocalBroker, producer: TopicProducer
+) -> None:
     producer.send(DISCOVERED_URLS, "a.test", pb.DiscoveredUrl(url="http://a.test/", host="a.test"))
     await producer.flush()
     assert await producer.stalled() is None
