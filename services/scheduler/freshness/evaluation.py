@@ -57,7 +57,7 @@ MEASURES = ("cost", "hit_rate", "mean_delay", "delay_variance")
 class EvaluationSettings:
     train_days: float = 30.0
     min_samples: int = 1000
-    hub_interval: float = 280.0
+    hub_interval: float = 270.0
     bounds: IntervalBounds = field(default_factory=lambda: IntervalBounds(2.0, 6 * HOUR))
     first_interval: float = 300.0
     bursts: BurstSettings = field(default_factory=BurstSettings)
@@ -261,6 +261,10 @@ def evaluate(history: Mapping[str, Sequence[float]], settings: EvaluationSetting
         if settings.equal_cost:
             entry["equal_cost"] = _equal_cost(history, histories, window, trained, policy, settings, fixed)
         out["policies"][policy] = entry
+    if "learned" in out["policies"] and "estimator" in out["policies"]:
+        out["policies"]["learned"]["at_estimator_cost"] = _at_cost(
+            histories, window, trained, settings, out["policies"]["learned"]["waiting_target"],
+            int(out["policies"]["estimator"]["cost"]), median)
     if settings.oracle and out["policies"]:
         cost = min(int(p["cost"]) for p in out["policies"].values())
         oracle_target, oracle = run_oracle(history, histories, window, settings, cost)
@@ -270,6 +274,20 @@ def evaluate(history: Mapping[str, Sequence[float]], settings: EvaluationSetting
                          and change["mean_delay"] < 0}
     out["settings"] = _settings_figures(settings)
     return out
+
+
+def _at_cost(histories: Mapping[str, History], window: Split, trained: Trained, settings: EvaluationSettings,
+             target: float, cost: int, median: Mapping[str, float]) -> dict[str, Any]:
+    """The learned policy with its target rescaled to spend ``cost`` fetches of the test period, or just under."""
+    def run(t: float) -> Tally:
+        return run_policy(histories, window, trained, "learned", settings, t)
+
+    target = calibrate(target, lambda t: run(t).fetches, float(cost))
+    tally = run(target)
+    while tally.fetches > cost:
+        target *= (1.005 * tally.fetches / cost) ** 2
+        tally = run(target)
+    return {**tally.figures(), "waiting_target": round(target, 4), "vs_median": versus(tally, median)}
 
 
 def _equal_cost(history: Mapping[str, Sequence[float]], histories: Mapping[str, History], window: Split,

@@ -124,3 +124,14 @@ def test_the_blend_is_the_weight_with_the_least_out_of_fold_deviance() -> None:
     assert choose_blend(actual, np.array([0.0, 4.0, 0.0, 4.0] * 10), 0.05, 10)[0] == 1.0
     assert choose_blend(actual, np.array([4.0, 0.0, 4.0, 0.0] * 10), 0.05, 10) == (0.0, 0.0)
     assert poisson_deviance(actual, actual) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_clock_change_in_the_last_days_moves_the_rates_by_an_hour() -> None:
+    later = [OFFICE[(i + 1) % HOURS_PER_WEEK] for i in range(HOURS_PER_WEEK)]  # the office opens an hour earlier
+    before = [t for t in poisson_history(7, DAYS, OFFICE) if t < MONDAY + (DAYS - 4) * 86400]
+    after = [t for t in poisson_history(8, DAYS, later) if t >= MONDAY + (DAYS - 4) * 86400]
+    model = train_rate_model(before + after, MONDAY, MONDAY + DAYS * 86400, ForestSettings())
+    rates = np.array(model.rates_per_hour)
+    assert rates[8] > 6 and rates[17] < 3  # Monday 08:00 busy now, 17:00 quiet
+    steady = train_rate_model(poisson_history(7, DAYS, OFFICE), MONDAY, MONDAY + DAYS * 86400, ForestSettings())
+    assert steady.rates_per_hour[8] < 3 and steady.rates_per_hour[17] > 6  # no change seen: none made
