@@ -20,10 +20,9 @@ A running service that can no longer make progress exits too. Every second it as
 component that has a ``stalled()`` method (the Kafka producer and consumers) whether it
 is stuck: a producer whose messages stay unacknowledged, a broker that stays away or came
 back without its data, a consumer evicted from its group or whose loop died. The first
-answer turns health NOT_SERVING at once, the components get ``STALLED_STOP_SECONDS`` to
-stop (what they could not flush and commit is delivered again later), and the process
-exits with status 1, for its supervisor (``cli/stack/supervisor.py``, Kubernetes) to start
-it afresh.
+answer turns health NOT_SERVING at once and the process exits with status 1 without a
+drain, as a crash would (what it consumed and did not commit is delivered again), for its
+supervisor (``cli/stack/supervisor.py``, Kubernetes) to start it afresh.
 """
 
 from __future__ import annotations
@@ -62,8 +61,6 @@ class Watched(Protocol):
     async def stalled(self) -> str | None: ...
 
 
-STALLED_STOP_SECONDS = 1.0
-"""How long the components of a stalled service get to stop before the process exits anyway."""
 
 
 @dataclass(frozen=True)
@@ -235,12 +232,9 @@ async def _serve(name: str, build: Builder, env: Mapping[str, str], wait_seconds
         if service.failure is None:
             await service.stop()
     if service.failure is not None:
-        # A stuck flush or commit must not hold the exit (components may swallow a cancellation while
-        # they drain): what they held is delivered again to the next process.
-        stopping_task = asyncio.create_task(service.stop(), name=f"{name}-stop")
-        done, _ = await asyncio.wait({stopping_task}, timeout=STALLED_STOP_SECONDS)
-        if not done:
-            log.warning("%s did not stop within %.0f s; exiting anyway", name, STALLED_STOP_SECONDS)
+        # No drain: it would wait on what cannot make progress (a stuck flush), and a consumer leaving its
+        # group in the middle of a rejoin leaves Tansu's group unable to assign anything. The process ends
+        # as a crash would; what it held is delivered again to its next incarnation.
         _exit_stalled(name, service.failure)
 
 
