@@ -63,7 +63,7 @@ class ImportanceSettings:
         " factor (1: doubled) from dividends alone.",
     )
     announce_min_change: float = setting(
-        "TRAWL_IMPORTANCE_ANNOUNCE_MIN_CHANGE", 0.25,
+        "TRAWL_IMPORTANCE_ANNOUNCE_MIN_CHANGE", 1.0,
         "A page whose cash moved by at most this share since it was last announced is not announced again"
         " (its first announcement, and its visit, always are): fewer importance updates for pages that"
         " collect many small shares.",
