@@ -39,7 +39,7 @@ The configurable part (parameters stripped, query sorting, length limit) is a
 :class:`UrlPolicy`; :class:`UrlSettings` reads it from the environment in a
 service's ``main()``. Why not w3lib's ``canonicalize_url``: it gets 26 of the 49
 rows of our rule table wrong, some by naming another resource (``%3A`` decoded
-in a path); see ``docs/architecture.md`` and ``bench/extractor_url_normaliser.py``.
+in a path); see ``docs/urls.md`` and ``bench/extractor_url_normaliser.py``.
 """
 
 from __future__ import annotations

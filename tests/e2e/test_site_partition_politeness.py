@@ -12,7 +12,7 @@ Not asserted, because it does not hold: that any two starts are one delay apart.
 scheduler spaces its dispatches one gap apart (its shared token), but a fetcher may hold a
 request on its own clock for the host (after its robots.txt fetch, or after its group's
 previous response), so that request starts late and the other group's next one comes soon
-after it (0.29 s and 0.03 s after, with a 0.5 s delay, in two runs; see docs/architecture.md).
+after it (0.29 s and 0.03 s after, with a 0.5 s delay, in two runs; see docs/services/scheduler.md).
 """
 
 from __future__ import annotations
