@@ -25,27 +25,24 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from services.scheduler.freshness.bursts import BurstSettings
-from services.scheduler.freshness.calibration import CALIBRATION_DAYS, calibrate, calibrated_target, run_hubs
-from services.scheduler.freshness.fitting import fit_models
-from services.scheduler.freshness.keys import Route
+from services.scheduler.freshness.keys import Route, route_keys
 from services.scheduler.freshness.model import (
     ForestSettings,
     RateModel,
-    hourly_counts,
+    observed_from,
     r2_on_period,
-    window_hours,
+    train_rate_model,
 )
 from services.scheduler.freshness.policy import IntervalBounds, WaitingTimePolicy, budget_target
-from services.scheduler.freshness.rates import (
-    DAY,
-    HOUR,
-    HOURS_PER_WEEK,
-    ConstantRate,
-    HourlyRates,
-    RateCurve,
-    hour_of_week,
+from services.scheduler.freshness.rates import DAY, HOUR, ConstantRate, HourlyRates
+from services.scheduler.freshness.replay import (
+    EstimatorSchedule,
+    FixedSchedule,
+    History,
+    PlannedSchedule,
+    Tally,
+    replay,
 )
-from services.scheduler.freshness.replay import FixedSchedule, History, Tally, replay
 from services.scheduler.freshness.revisits import RevisitPlanner
 
 PAPER_INTERVALS: tuple[float, ...] = (10, 20, 30, 60, 120, 300, 600, 1800, 3600, 7200)
@@ -57,16 +54,13 @@ MEASURES = ("cost", "hit_rate", "mean_delay", "delay_variance")
 class EvaluationSettings:
     train_days: float = 30.0
     min_samples: int = 1000
-    hub_interval: float = 270.0
+    hub_interval: float = 280.0
     bounds: IntervalBounds = field(default_factory=lambda: IntervalBounds(2.0, 6 * HOUR))
     first_interval: float = 300.0
     bursts: BurstSettings = field(default_factory=BurstSettings)
     forest: ForestSettings = field(default_factory=ForestSettings)
     intervals: tuple[float, ...] = PAPER_INTERVALS
     equal_cost: bool = True
-    calibration_days: float = CALIBRATION_DAYS  # 0: the target from the curves alone (budget_target)
-    min_skill: float = 0.0
-    oracle: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,7 +75,6 @@ class Trained:
     routes: dict[str, Route]
     models: dict[str, RateModel]
     model_times: dict[str, list[float]]
-    dropped: dict[str, RateModel] = field(default_factory=dict)
 
     def curve(self, key: str) -> HourlyRates | None:
         route = self.routes.get(key)
@@ -100,33 +93,26 @@ def split(history: Mapping[str, Sequence[float]], train_days: float) -> Split:
 
 
 def train(history: Mapping[str, Sequence[float]], window: Split, settings: EvaluationSettings) -> Trained:
-    """Routes and models from the training days, as the service's trainer makes them (``fitting``)."""
-    fitted = fit_models(history, window.train_start, window.train_end, settings.min_samples, settings.forest,
-                        settings.min_skill)
+    """Routes and models from the training days, as the service's trainer makes them."""
+    in_window = {key: [t for t in times if window.train_start <= t < window.train_end]
+                 for key, times in history.items()}
+    routes = route_keys({key: len(times) for key, times in in_window.items()}, settings.min_samples)
     model_times: dict[str, list[float]] = {}
-    for key, route in fitted.routes.items():
-        model_times.setdefault(route.model_key, []).extend(
-            t for t in history[key] if window.train_start <= t < window.train_end)
-    return Trained(fitted.routes, fitted.models, model_times, fitted.dropped)
+    for key, route in routes.items():
+        model_times.setdefault(route.model_key, []).extend(in_window[key])
+    models = {mk: train_rate_model(sorted(times), observed_from(times, window.train_start), window.train_end,
+                                   settings.forest)
+              for mk, times in sorted(model_times.items())}
+    return Trained(routes, models, model_times)
 
 
 def _planner(target: float, settings: EvaluationSettings) -> RevisitPlanner:
     return RevisitPlanner(WaitingTimePolicy(target, settings.bounds), settings.bursts)
 
 
-def curves_of(history: Mapping[str, object], trained: Trained, policy: str) -> dict[str, RateCurve | None]:
-    """The curve each key is planned on: its model's (learned), or none (planned by its visits)."""
-    return {key: trained.curve(key) if policy == "learned" else None for key in history}
-
-
 def waiting_target(history: Mapping[str, Sequence[float]], window: Split, trained: Trained, policy: str,
-                   hub_interval: float, settings: EvaluationSettings | None = None,
-                   histories: Mapping[str, History] | None = None) -> float:
-    """The service's target for this budget: over model curves (learned) or mean-rate curves (estimator).
-
-    With ``settings`` and ``histories`` it is then calibrated, as the trainer calibrates it, on the last
-    training days (``calibration``).
-    """
+                   hub_interval: float) -> float:
+    """The service's target for this budget: over model curves (learned) or mean-rate curves (estimator)."""
     integrals = []
     for key, times in history.items():
         curve = trained.curve(key) if policy == "learned" else None
@@ -135,60 +121,21 @@ def waiting_target(history: Mapping[str, Sequence[float]], window: Split, traine
         else:
             count = sum(1 for t in times if window.train_start <= t < window.train_end)
             integrals.append(ConstantRate(count / (window.train_end - window.train_start)).weekly_sqrt_integral())
-    target = budget_target(integrals, hub_interval)
-    if settings is None or histories is None or settings.calibration_days <= 0:
-        return target
-    return calibrated_target(target, histories, curves_of(history, trained, policy), hub_interval, settings.bounds,
-                             settings.bursts, settings.first_interval, window.train_start, window.train_end,
-                             settings.calibration_days)
+    return budget_target(integrals, hub_interval)
 
 
 def run_policy(histories: Mapping[str, History], window: Split, trained: Trained, policy: str,
                settings: EvaluationSettings, target: float) -> Tally:
     planner = _planner(target, settings)
-    curves = curves_of(histories, trained, policy)
-    return run_hubs(histories, curves, planner, settings.first_interval, window.train_start, window.train_end,
-                    window.test_end)
-
-
-def weekly_profile(times: Sequence[float], start: float, end: float, floor: float) -> HourlyRates:
-    """The mean item count of each hour of the week over ``[start, end)``: the oracle's curve.
-
-    Fitted on the whole history, test period included, it is the best curve the model's features
-    (hour of day and weekday) can express there, which no model trained on the past can beat.
-    """
-    first, hours = window_hours(start, end)
-    counts = hourly_counts(times, first, hours)
-    first_hour = hour_of_week(first)
-    sums = [0.0] * HOURS_PER_WEEK
-    seen = [0] * HOURS_PER_WEEK
-    for offset, count in enumerate(counts):
-        index = (first_hour + offset) % HOURS_PER_WEEK
-        sums[index] += float(count)
-        seen[index] += 1
-    rates = [sums[i] / seen[i] if seen[i] else 0.0 for i in range(HOURS_PER_WEEK)]
-    mean = sum(rates) / HOURS_PER_WEEK
-    return HourlyRates([max(r, floor * mean) for r in rates])
-
-
-def run_oracle(history: Mapping[str, Sequence[float]], histories: Mapping[str, History], window: Split,
-               settings: EvaluationSettings, cost: int) -> tuple[float, Tally]:
-    """The waiting-time rule on each key's :func:`weekly_profile` of the whole history, at ``cost`` fetches or under."""
-    profiles = {key: weekly_profile(times, window.train_start, window.test_end, settings.forest.rate_floor)
-                for key, times in history.items()}
-    curves: dict[str, RateCurve | None] = dict(profiles)
-
-    def run(target: float) -> Tally:
-        return run_hubs(histories, curves, _planner(target, settings), settings.first_interval, window.train_start,
-                        window.train_end, window.test_end)
-
-    target = budget_target([p.weekly_sqrt_integral() for p in profiles.values()], settings.hub_interval)
-    target = calibrate(target, lambda t: run(t).fetches, float(cost))
-    tally = run(target)
-    while tally.fetches > cost:
-        target *= 1.02 * (tally.fetches / cost) ** 2
-        tally = run(target)
-    return target, tally
+    tally = Tally()
+    for key, history in histories.items():
+        curve = trained.curve(key) if policy == "learned" else None
+        if curve is not None:
+            tally.add(replay(history, window.train_end, window.test_end, PlannedSchedule(planner, curve)))
+        else:
+            warm = EstimatorSchedule(planner, settings.first_interval)
+            tally.add(replay(history, window.train_start, window.test_end, warm, measure_from=window.train_end))
+    return tally
 
 
 def run_fixed(histories: Mapping[str, History], window: Split, interval: float) -> Tally:
@@ -250,7 +197,7 @@ def evaluate(history: Mapping[str, Sequence[float]], settings: EvaluationSetting
         "policies": {},
     }
     for policy in policies:
-        target = waiting_target(history, window, trained, policy, settings.hub_interval, settings, histories)
+        target = waiting_target(history, window, trained, policy, settings.hub_interval)
         tally = run_policy(histories, window, trained, policy, settings, target)
         change = versus(tally, median)
         entry: dict[str, Any] = {
@@ -261,42 +208,16 @@ def evaluate(history: Mapping[str, Sequence[float]], settings: EvaluationSetting
         if settings.equal_cost:
             entry["equal_cost"] = _equal_cost(history, histories, window, trained, policy, settings, fixed)
         out["policies"][policy] = entry
-    if "learned" in out["policies"] and "estimator" in out["policies"]:
-        out["policies"]["learned"]["at_estimator_cost"] = _at_cost(
-            histories, window, trained, settings, out["policies"]["learned"]["waiting_target"],
-            int(out["policies"]["estimator"]["cost"]), median)
-    if settings.oracle and out["policies"]:
-        cost = min(int(p["cost"]) for p in out["policies"].values())
-        oracle_target, oracle = run_oracle(history, histories, window, settings, cost)
-        change = versus(oracle, median)
-        out["oracle"] = {**oracle.figures(), "waiting_target": round(oracle_target, 4), "vs_median": change,
-                         "beats_median_on_all_three": change["cost"] < 0 and change["hit_rate"] > 0
-                         and change["mean_delay"] < 0}
     out["settings"] = _settings_figures(settings)
     return out
-
-
-def _at_cost(histories: Mapping[str, History], window: Split, trained: Trained, settings: EvaluationSettings,
-             target: float, cost: int, median: Mapping[str, float]) -> dict[str, Any]:
-    """The learned policy with its target rescaled to spend ``cost`` fetches of the test period, or just under."""
-    def run(t: float) -> Tally:
-        return run_policy(histories, window, trained, "learned", settings, t)
-
-    target = calibrate(target, lambda t: run(t).fetches, float(cost))
-    tally = run(target)
-    while tally.fetches > cost:
-        target *= (1.005 * tally.fetches / cost) ** 2
-        tally = run(target)
-    return {**tally.figures(), "waiting_target": round(target, 4), "vs_median": versus(tally, median)}
 
 
 def _equal_cost(history: Mapping[str, Sequence[float]], histories: Mapping[str, History], window: Split,
                 trained: Trained, policy: str, settings: EvaluationSettings,
                 fixed: Sequence[Tally]) -> list[dict[str, Any]]:
     def run(hub_interval: float) -> Tally:
-        adjusted = replace(settings, first_interval=hub_interval)
-        target = waiting_target(history, window, trained, policy, hub_interval, adjusted, histories)
-        return run_policy(histories, window, trained, policy, adjusted, target)
+        target = waiting_target(history, window, trained, policy, hub_interval)
+        return run_policy(histories, window, trained, policy, replace(settings, first_interval=hub_interval), target)
 
     rows = []
     for interval, baseline in zip(settings.intervals, fixed, strict=True):
@@ -328,11 +249,8 @@ def _model_figures(history: Mapping[str, Sequence[float]], window: Split, traine
         folded = sorted(t for key, route in trained.routes.items() if route.model_key == model_key
                         for t in history[key])
         holdout[model_key] = r2_on_period(model, folded, window.train_end, window.test_end)
-    per_model = [{"key": mk, "samples": m.samples, "r2_cv": round(m.r2_cv, 4), "r2_holdout": round(holdout[mk], 4),
-                  "form": m.form, "blend": m.blend, "skill": round(m.skill, 4)}
+    per_model = [{"key": mk, "samples": m.samples, "r2_cv": round(m.r2_cv, 4), "r2_holdout": round(holdout[mk], 4)}
                  for mk, m in sorted(trained.models.items())]
-    dropped = [{"key": mk, "samples": m.samples, "r2_cv": round(m.r2_cv, 4), "skill": round(m.skill, 4)}
-               for mk, m in sorted(trained.dropped.items())]
     folded_keys = sum(1 for key, route in trained.routes.items() if route.model_key != key)
     return {
         "min_samples": settings.min_samples,
@@ -343,8 +261,6 @@ def _model_figures(history: Mapping[str, Sequence[float]], window: Split, traine
         "r2_cv_mean": round(statistics.fmean(m.r2_cv for m in trained.models.values()), 4) if holdout else None,
         "r2_holdout_mean": round(statistics.fmean(holdout.values()), 4) if holdout else None,
         "per_model": per_model,
-        "dropped": dropped,
-        "skill_mean": round(statistics.fmean(m.skill for m in trained.models.values()), 4) if holdout else None,
     }
 
 
@@ -357,6 +273,5 @@ def _settings_figures(settings: EvaluationSettings) -> dict[str, Any]:
         "burst_half_life": settings.bursts.half_life, "burst_max_boost": settings.bursts.max_boost,
         "trees": settings.forest.trees, "min_samples_leaf": settings.forest.min_samples_leaf,
         "max_features": settings.forest.max_features, "rate_floor": settings.forest.rate_floor,
-        "seed": settings.forest.seed, "blend_steps": settings.forest.blend_steps, "min_skill": settings.min_skill,
-        "calibration_days": settings.calibration_days,
+        "seed": settings.forest.seed,
     }

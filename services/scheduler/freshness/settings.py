@@ -30,10 +30,9 @@ class FreshnessSettings:
     )
     hub_interval: float = setting(
         "TRAWL_FRESHNESS_HUB_INTERVAL",
-        270.0,
+        280.0,
         "The fetch budget of hub pages: one fetch per this many seconds per hub on average, spread over"
-        " hubs and hours to minimise the delay of new items (chosen on the tuning family of"
-        " `trawl eval freshness --suite`: the budget with the widest margin over all three targets).",
+        " hubs and hours to minimise the delay of new items.",
     )
     hub_min_items: int = setting(
         "TRAWL_FRESHNESS_HUB_MIN_ITEMS",
@@ -73,18 +72,6 @@ class FreshnessSettings:
         0.05,
         "Predicted hourly rates below this share of the key's mean rate are raised to it (an hour seen empty in"
         " four weeks is not known to stay empty).",
-    )
-    min_skill: float = setting(
-        "TRAWL_FRESHNESS_MIN_SKILL",
-        0.0,
-        "A model is used only if, under cross-validation, it explains the key's hourly counts better than its"
-        " mean rate by more than this share of Poisson deviance; otherwise the key is planned by its visits.",
-    )
-    calibration_days: float = setting(
-        "TRAWL_FRESHNESS_CALIBRATION_DAYS",
-        14.0,
-        "Days of the hubs' latest history replayed to set the waiting target that spends the budget (0: from the"
-        " curves alone).",
     )
     seed: int = setting("TRAWL_FRESHNESS_SEED", 0, "Random seed of the forests (training is reproducible).")
     keep_generations: int = setting(

@@ -9,9 +9,7 @@ claim_training``) and:
 3. finds the hubs: pages that revealed at least ``hub_min_items`` items in the window; a hub's
    key is the key most of its items have;
 4. sets the waiting target from the fetch budget (``hub_interval`` per hub) over the hubs'
-   curves (a hub without a model counts with its mean item rate), then calibrates it by
-   replaying the hubs' last ``calibration_days`` under the planner (``calibration``), so the
-   hubs really spend the budget;
+   curves (a hub without a model counts with its mean item rate);
 5. writes the generation and its hubs, makes it current, and re-plans the hubs already
    fetched with it (so a page just found to be a hub does not wait for its old plan).
 """
@@ -32,15 +30,12 @@ from libs.common import metrics
 from libs.common.db.pool import Database
 from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
 from services.scheduler.clock import SchedulerClock
-from services.scheduler.freshness.calibration import calibrated_target
-from services.scheduler.freshness.fitting import fit_models
 from services.scheduler.freshness.history import Appearance, Sighting, SightingReader, appearances, times_by_key
-from services.scheduler.freshness.keys import Route
-from services.scheduler.freshness.model import RateModel
+from services.scheduler.freshness.keys import Route, route_keys
+from services.scheduler.freshness.model import RateModel, observed_from, train_rate_model
 from services.scheduler.freshness.policy import budget_target
 from services.scheduler.freshness.rates import HOUR, ConstantRate
 from services.scheduler.freshness.registry import ModelRegistry
-from services.scheduler.freshness.replay import History
 from services.scheduler.freshness.revisit_hook import RevisitHook
 from services.scheduler.freshness.settings import FreshnessSettings
 from services.scheduler.freshness.store import Generation, GenerationStore, Hub
@@ -79,24 +74,6 @@ def find_hubs(items: Sequence[Appearance], min_items: int) -> list[Hub]:
     return hubs
 
 
-def hub_histories(items: Sequence[Appearance], hubs: Sequence[Hub], since: float) -> dict[str, History]:
-    """Each hub's item times (those it revealed), by hub URL, for the calibration replay."""
-    urls: dict[str, str] = {}
-    for item in items:
-        if item.parent_url and item.parent_url not in urls:
-            try:
-                urls[item.parent_url] = normalize_url(item.parent_url)
-            except InvalidUrl:
-                urls[item.parent_url] = ""
-    wanted = {hub.url for hub in hubs}
-    times: dict[str, list[float]] = {url: [] for url in wanted}
-    for item in items:
-        url = urls.get(item.parent_url or "", "")
-        if url in wanted:
-            times[url].append(item.at)
-    return {url: History(sorted(ts), since) for url, ts in times.items()}
-
-
 def train_generation(sightings: Sequence[Sighting], since: float, until: float,
                      settings: FreshnessSettings) -> Training:
     """Models, routes, hubs and waiting target from the sightings of ``[since, until]`` (CPU-bound).
@@ -109,8 +86,18 @@ def train_generation(sightings: Sequence[Sighting], since: float, until: float,
     learn_until = math.floor(until / HOUR) * HOUR - HOUR
     by_key = times_by_key(i for i in items if i.at < learn_until)
     samples = {key: len(times) for key, times in by_key.items()}
-    fitted = fit_models(by_key, since, learn_until, settings.min_samples, settings.forest, settings.min_skill)
-    models, routes = fitted.models, fitted.routes
+    routes = route_keys(samples, settings.min_samples)
+    folded: dict[str, list[float]] = {}
+    for key, routed in routes.items():
+        folded.setdefault(routed.model_key, []).extend(by_key[key])
+    models: dict[str, RateModel] = {}
+    for model_key, times in sorted(folded.items()):
+        try:
+            models[model_key] = train_rate_model(sorted(times), observed_from(times, since), learn_until,
+                                                 settings.forest)
+        except ValueError as exc:
+            log.warning("no model for %s: %s", model_key, exc)
+    routes = {k: r for k, r in routes.items() if r.model_key in models}
     hubs = find_hubs(items, settings.hub_min_items)
     integrals = []
     for hub in hubs:
@@ -120,11 +107,6 @@ def train_generation(sightings: Sequence[Sighting], since: float, until: float,
         else:
             integrals.append(ConstantRate(hub.items / max(1.0, until - since)).weekly_sqrt_integral())
     target = budget_target(integrals, settings.hub_interval) if integrals else math.inf  # no hubs: no budget
-    if hubs and settings.calibration_days > 0:
-        target = calibrated_target(target, hub_histories(items, hubs, since), {
-            hub.url: models[routes[hub.key].model_key].curve(routes[hub.key].share) if hub.key in routes else None
-            for hub in hubs}, settings.hub_interval, settings.bounds, settings.bursts, settings.hub_interval, since,
-            learn_until, settings.calibration_days)
     return Training(models, routes, samples, hubs, target, len(items))
 
 

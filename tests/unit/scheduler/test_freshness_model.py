@@ -48,7 +48,7 @@ def test_hourly_counts_and_window() -> None:
 
 
 def test_the_compiled_model_answers_as_the_forest_does() -> None:
-    settings = ForestSettings(trees=30, rate_floor=0.0, blend_steps=0)  # the forest alone, not blended
+    settings = ForestSettings(trees=30, rate_floor=0.0)
     times = poisson_history(1, DAYS, OFFICE)
     model = train_rate_model(times, MONDAY, MONDAY + DAYS * 86400, settings)
     forest = RandomForestRegressor(n_estimators=30, min_samples_leaf=settings.min_samples_leaf,
@@ -94,44 +94,3 @@ def test_a_young_key_is_trained_from_the_hour_of_its_first_item() -> None:
     assert observed_from([MONDAY + 3 * 86400 + 5.5 * HOUR], MONDAY) == MONDAY + 3 * 86400 + 5 * HOUR
     assert observed_from([MONDAY - HOUR], MONDAY) == MONDAY
     assert observed_from([], MONDAY) == MONDAY
-
-
-def test_a_rhythmic_key_keeps_its_curve_whole() -> None:
-    model = train_rate_model(poisson_history(2, DAYS, OFFICE), MONDAY, MONDAY + DAYS * 86400, ForestSettings())
-    assert model.blend >= 0.8 and model.skill > 0.5
-
-
-def test_a_key_without_rhythm_is_planned_on_its_mean_rate() -> None:
-    flat = [0.5] * HOURS_PER_WEEK
-    model = train_rate_model(poisson_history(5, DAYS, flat), MONDAY, MONDAY + DAYS * 86400, ForestSettings())
-    assert model.blend <= 0.3 and model.skill < 0.02
-    assert max(model.rates_per_hour) < 2 * min(model.rates_per_hour)
-
-
-def test_a_sparse_key_learns_its_daily_rhythm_from_all_its_days() -> None:
-    sparse = [0.4 if 9 <= i % 24 < 18 else 0.02 for i in range(HOURS_PER_WEEK)]  # about 4 items a day
-    model = train_rate_model(poisson_history(6, DAYS, sparse), MONDAY, MONDAY + DAYS * 86400, ForestSettings())
-    assert model.form == "separable" and model.skill > 0.05
-    rates = np.array(model.rates_per_hour)
-    assert rates[[i for i in range(HOURS_PER_WEEK) if sparse[i] > 0.1]].mean() > 4 * rates[
-        [i for i in range(HOURS_PER_WEEK) if sparse[i] < 0.1]].mean()
-
-
-def test_the_blend_is_the_weight_with_the_least_out_of_fold_deviance() -> None:
-    from services.scheduler.freshness.model import choose_blend, poisson_deviance
-
-    actual = np.array([0.0, 4.0, 0.0, 4.0] * 10)
-    assert choose_blend(actual, np.array([0.0, 4.0, 0.0, 4.0] * 10), 0.05, 10)[0] == 1.0
-    assert choose_blend(actual, np.array([4.0, 0.0, 4.0, 0.0] * 10), 0.05, 10) == (0.0, 0.0)
-    assert poisson_deviance(actual, actual) == pytest.approx(0.0, abs=1e-6)
-
-
-def test_a_clock_change_in_the_last_days_moves_the_rates_by_an_hour() -> None:
-    later = [OFFICE[(i + 1) % HOURS_PER_WEEK] for i in range(HOURS_PER_WEEK)]  # the office opens an hour earlier
-    before = [t for t in poisson_history(7, DAYS, OFFICE) if t < MONDAY + (DAYS - 4) * 86400]
-    after = [t for t in poisson_history(8, DAYS, later) if t >= MONDAY + (DAYS - 4) * 86400]
-    model = train_rate_model(before + after, MONDAY, MONDAY + DAYS * 86400, ForestSettings())
-    rates = np.array(model.rates_per_hour)
-    assert rates[8] > 6 and rates[17] < 3  # Monday 08:00 busy now, 17:00 quiet
-    steady = train_rate_model(poisson_history(7, DAYS, OFFICE), MONDAY, MONDAY + DAYS * 86400, ForestSettings())
-    assert steady.rates_per_hour[8] < 3 and steady.rates_per_hour[17] > 6  # no change seen: none made
