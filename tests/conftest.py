@@ -22,6 +22,7 @@ import signal
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
@@ -48,6 +49,19 @@ def pytest_configure(config: pytest.Config) -> None:
     """Treat SIGTERM (a cancelled CI job) like Ctrl-C, so that fixture teardown stops the servers."""
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _interrupt)
+
+
+@contextmanager
+def broker_of_its_own(prefix: str) -> Iterator[LocalBroker]:
+    """A broker started for one test (which may kill and restart it), stopped and removed after."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    broker = LocalBroker(root / "broker", free_port())
+    try:
+        broker.ensure_started()
+        yield broker
+    finally:
+        broker.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def make_unique_name(prefix: str, hint: str = "") -> str:

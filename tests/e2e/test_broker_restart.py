@@ -24,18 +24,15 @@ log, and the importance service's cash conserved.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from libs.localinfra import LocalBroker, free_port
+from libs.localinfra import LocalBroker
 from libs.simweb import SimWeb, SimWebConfig
 from libs.simweb.request_log import RequestRecord
-from tests.conftest import make_unique_name
+from tests.conftest import broker_of_its_own, make_unique_name
 from tests.e2e.crawl_checks import (
     conserved_cash,
     expected_pages,
@@ -86,14 +83,8 @@ class BrokerCrawl:
 
 @pytest.fixture(scope="module")
 def own_broker() -> Iterator[LocalBroker]:
-    root = Path(tempfile.mkdtemp(prefix="trawl-broker-restart-"))
-    broker = LocalBroker(root / "broker", free_port())
-    try:
-        broker.ensure_started()
+    with broker_of_its_own("trawl-broker-restart-") as broker:
         yield broker
-    finally:
-        broker.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,7 +26,7 @@ from libs.common.kafka.topic_admin import admin_client, partition_counts
 from libs.common.topics import ALL_TOPICS, DISCOVERED_URLS
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalBroker, free_port
-from tests.conftest import make_unique_name
+from tests.conftest import broker_of_its_own, make_unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -37,14 +35,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture
 def broker() -> Iterator[LocalBroker]:
-    root = Path(tempfile.mkdtemp(prefix="trawl-broker-clients-"))
-    own = LocalBroker(root / "broker", free_port())
-    try:
-        own.ensure_started()
+    with broker_of_its_own("trawl-broker-clients-") as own:
         yield own
-    finally:
-        own.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ announcements are made again, and nothing happens while the fetch-request topic 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,9 +17,10 @@ from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import DISCOVERED_URLS
 from libs.common.urls import url_fingerprint, url_host
 from libs.common.wire import messages as pb
-from libs.localinfra import LocalBroker, free_port
+from libs.localinfra import LocalBroker
 from services.linkbase.rows import host_id
 from services.scheduler.broker_loss import BrokerLoss
+from tests.conftest import broker_of_its_own
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -32,14 +31,8 @@ UNANNOUNCED = "http://b.example/new"  # announced by the link base, never admitt
 
 @pytest.fixture
 def broker() -> Iterator[LocalBroker]:
-    root = Path(tempfile.mkdtemp(prefix="trawl-broker-loss-"))
-    own = LocalBroker(root / "broker", free_port())
-    try:
-        own.ensure_started()
+    with broker_of_its_own("trawl-broker-loss-") as own:
         yield own
-    finally:
-        own.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 async def _seed(db: Database) -> None:
