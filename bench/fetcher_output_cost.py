@@ -45,9 +45,9 @@ from libs.localinfra.ports import free_port
 from libs.simweb import build_web
 from services.fetcher.clock import SystemClock
 from services.fetcher.fetch_core import FetchAttempt
-from services.fetcher.http_response import HttpExchange, HttpResponse
+from services.fetcher.http.http_response import HttpExchange, HttpResponse
 from services.fetcher.settings import FetcherSettings
-from services.fetcher.warc_archive import WarcArchive
+from services.fetcher.warc.warc_archive import WarcArchive
 from services.fetcher.worker import FetchWorker
 
 HEADERS = [("Content-Type", "text/html; charset=utf-8"), ("Date", "Sun, 22 Nov 2026 06:00:00 GMT"),

@@ -82,18 +82,18 @@ from libs.localinfra import LocalBroker, create_topics
 from libs.localinfra.ports import free_port
 from libs.simweb import SimClock, SimWebConfig, SimWebServer, build_web
 from libs.simweb import web as simweb_pages
-from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
-from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.event_loop import EVENT_LOOPS, install_event_loop
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
-from services.fetcher.http_client import HttpFetcher
-from services.fetcher.politeness import HostPoliteness
-from services.fetcher.result_body import BODY_CODECS, encode_body
-from services.fetcher.robots import RobotsCache
+from services.fetcher.http.address_guard import AddressPolicy
+from services.fetcher.http.http_client import HttpFetcher
+from services.fetcher.politeness.politeness import HostPoliteness
+from services.fetcher.publish.discoveries import DiscoveryPublisher
+from services.fetcher.publish.result_body import BODY_CODECS, encode_body
+from services.fetcher.robots.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
-from services.fetcher.warc_archive import WarcArchive
-from services.fetcher.warc_process import WarcProcessArchive
+from services.fetcher.warc.warc_archive import WarcArchive
+from services.fetcher.warc.warc_process import WarcProcessArchive
 from services.fetcher.worker import FetchWorker
 
 MIN_DELAY = 0.25

@@ -4,7 +4,7 @@ Run ``.venv/bin/python -m bench.robots_conformance`` (add ``-v`` to list every
 disagreement). The cases are in ``tests/data/robots/<suite>.jsonl``: a first
 line naming the source (repository, path, commit, licence), then one line per
 robots.txt with its checks (user agent, URL, the suite's verdict). Every case
-goes through :class:`services.fetcher.robots.RobotsCache`, the fetcher's own
+goes through :class:`services.fetcher.robots.robots.RobotsCache`, the fetcher's own
 path: the robots.txt answered with status 200, our user-agent token set to the
 case's user agent, and ``RobotsCache.allowed(url)`` asked. A URL given as a path
 (a path, or an empty reference) is resolved against ``http://example.com/``.
@@ -27,9 +27,9 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 from services.fetcher.clock import FakeClock
-from services.fetcher.http_response import HttpResponse
-from services.fetcher.robots import RobotsCache
-from services.fetcher.robots_rules import RobotsRules
+from services.fetcher.http.http_response import HttpResponse
+from services.fetcher.robots.robots import RobotsCache
+from services.fetcher.robots.robots_rules import RobotsRules
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "robots"
 SUITES = ("google_robotstxt", "crawler_commons", "protego", "cpython")

@@ -27,20 +27,20 @@ from typing import Literal, TypeVar
 
 from yarl import URL
 
-from services.fetcher.address_guard import ERROR_BLOCKED_ADDRESS
 from services.fetcher.clock import Clock
-from services.fetcher.http_client import HttpFetcher, is_fetchable_url
-from services.fetcher.http_response import ERROR_DISALLOWED_REDIRECT, ERROR_INVALID_URL, HttpResponse
-from services.fetcher.politeness import (
+from services.fetcher.http.address_guard import ERROR_BLOCKED_ADDRESS
+from services.fetcher.http.http_client import HttpFetcher, is_fetchable_url
+from services.fetcher.http.http_response import ERROR_DISALLOWED_REDIRECT, ERROR_INVALID_URL, HttpResponse
+from services.fetcher.http.revisit_validators import Validators, count, declares_body, received_validators
+from services.fetcher.politeness.politeness import (
     HostParkedError,
     HostPoliteness,
     HostReleasedError,
     HostSlot,
     PolitenessTimeoutError,
 )
-from services.fetcher.politeness_keys import PolitenessKeys
-from services.fetcher.revisit_validators import Validators, count, declares_body, received_validators
-from services.fetcher.robots import FetchFn, RobotsCache, origin_of
+from services.fetcher.politeness.politeness_keys import PolitenessKeys
+from services.fetcher.robots.robots import FetchFn, RobotsCache, origin_of
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class FetchCore:
         """Fetch ``url`` if robots.txt and politeness allow; never raises for network problems.
 
         ``min_delay`` (the host's operator policy) is kept like a robots.txt Crawl-delay;
-        ``validators`` (a revisit's, see :mod:`services.fetcher.revisit_validators`) make the
+        ``validators`` (a revisit's, see :mod:`services.fetcher.http.revisit_validators`) make the
         request conditional. Every outcome is made by :meth:`_result`, which counts it.
         """
         try:

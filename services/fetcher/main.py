@@ -14,23 +14,23 @@ from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import Component, RuntimeSettings, Service, run_service
 from libs.common.settings import SettingsError, load_settings
 from libs.common.topics import FETCH_REQUESTS
-from services.fetcher.address_guard import AddressPolicy
 from services.fetcher.clock import SystemClock
-from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.event_loop import install_event_loop
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
-from services.fetcher.finished_requests import FinishedRequests
-from services.fetcher.handoff import Handoff
-from services.fetcher.http_client import HttpFetcher
-from services.fetcher.politeness import HostPoliteness
-from services.fetcher.politeness_keys import PolitenessKeys
-from services.fetcher.rebalance_consumer import RebalancingConsumer
-from services.fetcher.result_body import BODY_CODECS
-from services.fetcher.robots import RobotsCache
+from services.fetcher.http.address_guard import AddressPolicy
+from services.fetcher.http.http_client import HttpFetcher
+from services.fetcher.partitions.finished_requests import FinishedRequests
+from services.fetcher.partitions.handoff import Handoff
+from services.fetcher.partitions.rebalance_consumer import RebalancingConsumer
+from services.fetcher.politeness.politeness import HostPoliteness
+from services.fetcher.politeness.politeness_keys import PolitenessKeys
+from services.fetcher.publish.discoveries import DiscoveryPublisher
+from services.fetcher.publish.result_body import BODY_CODECS
+from services.fetcher.robots.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
-from services.fetcher.sitemaps import sitemap_reader
-from services.fetcher.warc_archive import WarcArchive
-from services.fetcher.warc_process import WarcProcessArchive
+from services.fetcher.sitemaps.sitemaps import sitemap_reader
+from services.fetcher.warc.warc_archive import WarcArchive
+from services.fetcher.warc.warc_process import WarcProcessArchive
 from services.fetcher.worker import PARKED_HOSTS, FetchWorker
 
 

@@ -2,13 +2,13 @@
 
 The consumer runs many requests at once (one task each); the politeness layer makes
 requests to the same host wait their turn. Results carry the (capped) body in the codec
-of :mod:`services.fetcher.result_body` (as fetched by default: the producer compresses
+of :mod:`services.fetcher.publish.result_body` (as fetched by default: the producer compresses
 batches), always within the producer's largest message; outcomes are small and tell the
 scheduler the host's next allowed time. The URLs a fetch was redirected through and to are
-published as discoveries (:mod:`services.fetcher.discoveries`). With ``publish_batch`` above
-one, finished fetches are published in runs (:mod:`services.fetcher.publish_runs`), always
+published as discoveries (:mod:`services.fetcher.publish.discoveries`). With ``publish_batch`` above
+one, finished fetches are published in runs (:mod:`services.fetcher.publish.publish_runs`), always
 before the producer's next flush.
-With a :class:`~services.fetcher.handoff.Handoff`, requests of partitions this fetcher
+With a :class:`~services.fetcher.partitions.handoff.Handoff`, requests of partitions this fetcher
 does not (or no longer) own are not fetched but handed on: sent again to their
 partition, stamped with the host's next allowed time.
 """
@@ -30,13 +30,13 @@ from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import FETCH_OUTCOMES, FETCH_REQUESTS, FETCH_RESULTS
 from libs.common.wire import messages as pb
 from services.fetcher.clock import Clock
-from services.fetcher.discoveries import DiscoveryPublisher
 from services.fetcher.fetch_core import FetchAttempt, FetchCore
-from services.fetcher.handoff import Handoff
-from services.fetcher.http_response import HttpResponse
-from services.fetcher.publish_runs import Publish, PublishRuns
-from services.fetcher.result_body import encode_body, was_cut
-from services.fetcher.revisit_validators import Validators
+from services.fetcher.http.http_response import HttpResponse
+from services.fetcher.http.revisit_validators import Validators
+from services.fetcher.partitions.handoff import Handoff
+from services.fetcher.publish.discoveries import DiscoveryPublisher
+from services.fetcher.publish.publish_runs import Publish, PublishRuns
+from services.fetcher.publish.result_body import encode_body, was_cut
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ STATUS = {
 class FetchWorker:
     """Fetches requests and publishes their results, outcomes and redirect discoveries.
 
-    ``body_codec`` is how results carry bodies (see :mod:`services.fetcher.result_body`);
+    ``body_codec`` is how results carry bodies (see :mod:`services.fetcher.publish.result_body`);
     ``max_message_bytes`` is the producer's largest message, which every result fits in.
     Without ``discoveries``, redirects are not announced. Finished fetches are published in
     runs of ``publish_batch`` (and at most ``publish_bytes`` of bodies), at most ``publish_delay``

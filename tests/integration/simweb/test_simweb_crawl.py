@@ -15,7 +15,7 @@ import aiohttp
 
 from libs.simweb import SimClock, SimWebConfig, SimWebServer, build_web
 from libs.simweb.log_checks import robots_violations
-from services.fetcher.robots_rules import RobotsRules
+from services.fetcher.robots.robots_rules import RobotsRules
 
 
 class _Page(HTMLParser):

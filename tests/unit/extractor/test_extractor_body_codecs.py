@@ -9,7 +9,7 @@ import pytest
 from libs.common.errors import PoisonMessage
 from libs.common.wire import messages as pb
 from services.extractor.page_extractor import extract_page
-from services.fetcher.result_body import encode_body
+from services.fetcher.publish.result_body import encode_body
 
 PAGE = ("<html><head><title>Rates</title></head><body><article><h1>Rates</h1>"
         + "<p>The harbour board set the mooring rates for next season after a long meeting.</p>" * 40

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from services.fetcher.http_client import HttpFetcher
+from services.fetcher.http.http_client import HttpFetcher
 
 
 @dataclass(frozen=True)

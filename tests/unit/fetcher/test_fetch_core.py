@@ -13,8 +13,8 @@ from aiohttp import web
 
 from services.fetcher.clock import Clock, FakeClock, SystemClock
 from services.fetcher.fetch_core import FetchCore, polite_robots_fetch
-from services.fetcher.politeness import HostPoliteness
-from services.fetcher.robots import RobotsCache
+from services.fetcher.politeness.politeness import HostPoliteness
+from services.fetcher.robots.robots import RobotsCache
 
 CoreFactory = Callable[..., Awaitable[FetchCore]]
 
@@ -268,7 +268,7 @@ async def test_a_parked_host_is_refused_without_a_request(serve, make_core) -> N
 async def test_a_target_the_ssrf_guard_refuses_is_final_and_asks_nothing_not_even_robots_txt(
     serve, make_core
 ) -> None:
-    from services.fetcher.address_guard import AddressPolicy
+    from services.fetcher.http.address_guard import AddressPolicy
 
     server = await serve(site("User-agent: *\nDisallow:\n", {"/": (200, HTML, b"<p>internal</p>")}))
     port = server.url("/").split(":")[2].split("/")[0]

@@ -7,7 +7,7 @@ import zlib
 from typing import Any, cast
 
 from libs.common.wire import messages as pb
-from services.fetcher.http_response import HttpResponse
+from services.fetcher.http.http_response import HttpResponse
 from services.fetcher.worker import FetchWorker
 
 HTML = b"<html><body>" + b"<p>a paragraph of the page, and another</p>" * 3000 + b"</body></html>"

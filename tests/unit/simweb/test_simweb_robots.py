@@ -8,7 +8,7 @@ import pytest
 
 from libs.simweb import SimWeb, SimWebConfig, build_web
 from libs.simweb.robots import BLOCKED_AGENT
-from services.fetcher.robots_rules import RobotsRules
+from services.fetcher.robots.robots_rules import RobotsRules
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,1 @@
+"""The HTTP client: requests, bodies, responses, address checks and revisit validators."""

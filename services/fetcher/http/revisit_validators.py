@@ -1,0 +1,124 @@
+"""Conditional revisits: the validators a capture gives, the headers a revisit sends, and what its answer means.
+
+A page's last capture leaves its validators (``ETag``, ``Last-Modified``) in the scheduler's
+frontier; a revisit's fetch request carries them back (:class:`Validators`), and the first hop
+of the fetch is sent with ``If-None-Match`` and ``If-Modified-Since`` (RFC 9110 section 13.1).
+A ``304 Not Modified`` then says the page is as captured: no body, no extraction.
+
+Servers get validators wrong in a few known ways, each handled here and counted in
+``trawl_fetcher_revisit_validators_total`` by reason:
+
+- ``not_modified``: a conditional request answered 304 (the normal case);
+- ``changed``: it answered 200 with other validators: the page changed;
+- ``ignored``: it answered 200 with the validators sent: the server ignores conditional
+  headers (the page is fetched in full, as without them);
+- ``weak_etag``: a weak ETag (``W/"..."``) was received: kept and sent, since If-None-Match
+  compares weakly;
+- ``broken_etag``: an ETag too long or with characters a header cannot carry: not kept;
+- ``broken_last_modified``: a Last-Modified that is not an HTTP date: not kept, never sent;
+- ``unsolicited_304``: a 304 to a request that sent no validators: an HTTP error, retried;
+- ``304_with_body``: a 304 that declares a body (Content-Length above 0, or a transfer coding):
+  still not modified (the validators matched), but the connection is dropped so that the body
+  cannot be read as the next response.
+"""
+
+from __future__ import annotations
+
+import email.utils
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prometheus_client import Counter
+
+from services.fetcher.http.http_response import header_value
+
+__all__ = [
+    "REASONS",
+    "VALIDATOR_EVENTS",
+    "Validators",
+    "count",
+    "declares_body",
+    "received_validators",
+]
+
+VALIDATOR_EVENTS = Counter(
+    "trawl_fetcher_revisit_validators_total",
+    "Conditional revisits by what the server did with the validators"
+    " (see services/fetcher/http/revisit_validators.py).",
+    ["reason"],
+)
+REASONS = ("not_modified", "changed", "ignored", "weak_etag", "broken_etag", "broken_last_modified",
+           "unsolicited_304", "304_with_body")
+for _reason in REASONS:  # every reason exported at zero from the start
+    VALIDATOR_EVENTS.labels(_reason)
+
+_MAX_ETAG = 512
+
+
+def count(reason: str) -> None:
+    VALIDATOR_EVENTS.labels(reason).inc()
+
+
+@dataclass(frozen=True, slots=True)
+class Validators:
+    """A capture's validators, as received: ``etag`` (quotes and ``W/`` kept) and ``last_modified`` (an HTTP
+    date); ``""`` when absent. ``captured_at`` is the capture's Unix time (0: unknown)."""
+
+    etag: str = ""
+    last_modified: str = ""
+    captured_at: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.etag or self.last_modified)
+
+    def request_headers(self) -> dict[str, str]:
+        """The conditional headers of a revisit (none without validators)."""
+        headers: dict[str, str] = {}
+        if self.etag:
+            headers["If-None-Match"] = self.etag
+        if self.last_modified and _http_date_ok(self.last_modified):
+            headers["If-Modified-Since"] = self.last_modified
+        return headers
+
+    def same_as(self, other: Validators) -> bool:
+        """Whether ``other`` (a 200's validators) names the capture these name: the server ignored them."""
+        if self.etag and other.etag:
+            return _opaque(self.etag) == _opaque(other.etag)
+        return bool(self.last_modified) and self.last_modified == other.last_modified
+
+
+def received_validators(headers: Sequence[tuple[str, str]], *, counted: bool = True) -> Validators:
+    """The validators of a response's ``headers`` worth keeping (broken ones dropped, and counted)."""
+    etag = (header_value(headers, "ETag") or "").strip()
+    if etag and (len(etag) > _MAX_ETAG or not etag.isprintable() or not etag.isascii()):
+        etag = ""
+        if counted:
+            count("broken_etag")
+    elif etag.startswith("W/") and counted:
+        count("weak_etag")
+    last_modified = (header_value(headers, "Last-Modified") or "").strip()
+    if last_modified and not _http_date_ok(last_modified):
+        last_modified = ""
+        if counted:
+            count("broken_last_modified")
+    return Validators(etag, last_modified)
+
+
+def declares_body(headers: Sequence[tuple[str, str]]) -> bool:
+    """Whether a response's headers announce a body (what a 304 must not have)."""
+    if header_value(headers, "Transfer-Encoding"):
+        return True
+    length = (header_value(headers, "Content-Length") or "").strip()
+    return length.isdigit() and int(length) > 0
+
+
+def _opaque(etag: str) -> str:
+    """The opaque tag of an ETag, for the weak comparison (RFC 9110 section 8.8.3.2)."""
+    return etag[2:] if etag.startswith("W/") else etag
+
+
+def _http_date_ok(text: str) -> bool:
+    try:
+        return email.utils.parsedate_to_datetime(text) is not None
+    except (TypeError, ValueError, IndexError):
+        return False

@@ -1,0 +1,1 @@
+"""Partitions changing owner: the rebalance-aware consumer, handoff and finished requests."""

@@ -1,0 +1,1 @@
+"""Host politeness: one request at a time per host, and the gap between them."""

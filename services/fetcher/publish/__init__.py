@@ -1,0 +1,1 @@
+"""What the fetcher publishes besides outcomes: result bodies, runs of results, discoveries."""

@@ -1,0 +1,1 @@
+"""robots.txt: the per-origin cache, its rules and their path patterns."""

@@ -1,0 +1,1 @@
+"""Sitemaps: reading a host's sitemaps for the page URLs they list."""
