@@ -1,6 +1,7 @@
 """The summary of a crawl of the simulated web: what was fetched, and whether it was right.
 
-Everything is judged from outside the crawler where possible: coverage against the
+Everything is judged from outside the crawler where possible (what the crawler holds is read
+through the read views its services publish, `v_*`): coverage against the
 simulated web's ground truth, politeness and robots.txt compliance from the web server's
 own request log, importance against the true PageRank of the simulated graph.
 """
@@ -48,7 +49,7 @@ def fetch_order_correlation(conn: psycopg.Connection[Any], web: SimWeb) -> float
     """Spearman correlation of fetch order with true PageRank (1: best pages first; random: ~0)."""
     truth = {normalize_url(u): r for u, r in web.pagerank().items()}
     rows = conn.execute(
-        "SELECT url, fetch_seq FROM scheduler.frontier WHERE status = 'fetched' AND fetch_seq IS NOT NULL"
+        "SELECT url, fetch_seq FROM scheduler.v_frontier_v1 WHERE status = 'fetched' AND fetch_seq IS NOT NULL"
     ).fetchall()
     pairs = [(seq, truth[url]) for url, seq in rows if url in truth]
     if len(pairs) < 3:
@@ -59,13 +60,16 @@ def fetch_order_correlation(conn: psycopg.Connection[Any], web: SimWeb) -> float
 
 def crawl_report(conn: psycopg.Connection[Any], web: SimWeb, log: Sequence[RequestRecord],
                  crawl_seconds: float, min_delay: float) -> dict[str, Any]:
-    fetched = _scalar(conn, "SELECT count(*) FROM scheduler.frontier WHERE status = 'fetched'")
+    fetched = _scalar(conn, "SELECT count(*) FROM scheduler.v_frontier_v1 WHERE status = 'fetched'")
     reachable = {normalize_url(u) for u in web.reachable(web.home_pages())}
-    fetched_urls = {r[0] for r in conn.execute("SELECT url FROM scheduler.frontier WHERE status = 'fetched'")}
+    fetched_urls = {r[0] for r in conn.execute("SELECT url FROM scheduler.v_frontier_v1 WHERE status = 'fetched'")}
     truth = web.pagerank()
     top = conn.execute(
-        "SELECT url, (history + cash) FROM importance.pages ORDER BY history + cash DESC LIMIT 10"
+        "SELECT url, (history + cash) FROM importance.v_pages_v1 ORDER BY history + cash DESC LIMIT 10"
     ).fetchall()
+    duplicates, links, bad_links = conn.execute(
+        "SELECT duplicates, links, bad_links FROM linkbase.v_counts_v1"
+    ).fetchone() or (0, 0, 0)
     rank_of = {normalize_url(u): i + 1 for i, (u, _) in enumerate(sorted(truth.items(), key=lambda kv: -kv[1]))}
     return {
         "pages_fetched": fetched,
@@ -73,12 +77,12 @@ def crawl_report(conn: psycopg.Connection[Any], web: SimWeb, log: Sequence[Reque
         "missed": len(reachable - fetched_urls),
         "pages_per_second": round(fetched / crawl_seconds, 1) if crawl_seconds else 0.0,
         "crawl_seconds": round(crawl_seconds, 1),
-        "duplicates": _scalar(conn, "SELECT count(*) FROM linkbase.urls WHERE duplicate_of IS NOT NULL"),
-        "hosts": _scalar(conn, "SELECT count(*) FROM scheduler.hosts"),
-        "robots_blocked": _scalar(conn, "SELECT count(*) FROM scheduler.frontier WHERE status = 'blocked'"),
-        "failed": _scalar(conn, "SELECT count(*) FROM scheduler.frontier WHERE status = 'failed'"),
-        "links": _scalar(conn, "SELECT count(*) FROM linkbase.links"),
-        "bad_links": _scalar(conn, "SELECT count(*) FROM linkbase.bad_links"),
+        "duplicates": int(duplicates),
+        "hosts": _scalar(conn, "SELECT count(*) FROM scheduler.v_hosts_v1"),
+        "robots_blocked": _scalar(conn, "SELECT count(*) FROM scheduler.v_frontier_v1 WHERE status = 'blocked'"),
+        "failed": _scalar(conn, "SELECT count(*) FROM scheduler.v_frontier_v1 WHERE status = 'failed'"),
+        "links": int(links),
+        "bad_links": int(bad_links),
         "top_pages": [
             {"url": url, "importance_cash": round(float(score), 4), "true_pagerank_rank": rank_of.get(url)}
             for url, score in top

@@ -105,6 +105,17 @@ def test_a_service_reads_other_services_only_through_their_read_views(service: s
     assert found == [], "another service's tables read directly:\n" + "\n".join(found)
 
 
+def test_the_command_line_reads_services_only_through_their_read_views() -> None:
+    """Operators' tools (``cli/``) own no schema: what they read of a service is one of its read views."""
+    views = published_views()
+    found: list[str] = []
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        found.extend(f"{path.relative_to(ROOT)} {ref}" for ref in back_doors(sql_texts(path), "", views))
+    assert found == [], "a service's tables read directly:\n" + "\n".join(found)
+    assert {"v_frontier_v1", "v_hosts_v1"} <= views["scheduler"]
+    assert "v_counts_v1" in views["linkbase"]
+
+
 def test_a_back_door_is_found(tmp_path: Path) -> None:
     views = {"scheduler": set(), "linkbase": {"v_urls_v1"}, "importance": {"v_pages_v1"}}
     source = '''
