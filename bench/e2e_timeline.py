@@ -159,8 +159,8 @@ def timeline(log: Sequence[RequestRecord], samples: Sequence[tuple[float, float]
     shares = [busy.get(i) for i in range(steps)]
     known = [s for s in shares if s is not None]
     saturated_until = 0.0
-    for i, share in enumerate(shares):
-        if share is not None and share >= SATURATED:
+    for i, step_share in enumerate(shares):
+        if step_share is not None and step_share >= SATURATED:
             saturated_until = (i + 1) * STEP
     finished = sorted(r.finished_at - start for r in pages)
     return {

@@ -132,7 +132,7 @@ def test_busy_hours_get_more_fetches_than_quiet_ones(watched: dict[str, Any]) ->
     since = first_models_at(watched["stack"], len(web.hub_urls()), CRAWLED) + timedelta(hours=1)
     first = since.replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     hours = [first + timedelta(hours=h) for h in range(int((END - first).total_seconds() // 3600))]
-    totals = Counter[str]()
+    totals: dict[str, float] = {"busy": 0.0, "quiet": 0.0}
     rates = {}
     for hub in web.hub_urls():
         per_hour = Counter(t.replace(minute=0, second=0, microsecond=0) for t in hub_fetches(watched, hub, since))

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -31,13 +32,13 @@ def _free_block(size: int) -> int:
     raise RuntimeError("no free block of ports")
 
 
-def trawl(env: dict[str, str], *args: str, timeout: float = 180) -> dict[str, object]:
+def trawl(env: dict[str, str], *args: str, timeout: float = 180) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "cli.main", *args, "--json"], env=env, capture_output=True, text=True,
         timeout=timeout, cwd=Path(__file__).resolve().parents[2],
     )
     assert done.returncode == 0, done.stderr + done.stdout
-    payload: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    payload: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return payload
 
 
@@ -49,7 +50,7 @@ def add_site(address: str, metadata: tuple[tuple[str, str], ...] | None) -> grpc
                 lb_pb.AddSitesRequest(sites=[lb_pb.Site(start_url="http://site-000.test/")]),
                 timeout=10, metadata=metadata)
         except grpc.RpcError as exc:
-            return exc.code()  # type: ignore[attr-defined,no-any-return]  # a grpc.Call at run time
+            return exc.code()
     return grpc.StatusCode.OK
 
 
@@ -65,22 +66,22 @@ def test_up_status_down_cycle_leaves_nothing_behind(localinfra_root: Path) -> No
     })
     try:
         first = trawl(env, "up")
-        assert set(first["grpc"]) == {"scheduler", "linkbase", "fetcher", "extractor", "dedup", "importance"}  # type: ignore[arg-type]
+        assert set(first["grpc"]) == {"scheduler", "linkbase", "fetcher", "extractor", "dedup", "importance"}
         status = trawl(env, "status")
-        parts = {p["name"]: p for p in status["parts"]}  # type: ignore[attr-defined,index]
+        parts = {p["name"]: p for p in status["parts"]}
         assert all(p["health"] == "SERVING" for p in parts.values()), parts
         pids = {name: p["pid"] for name, p in parts.items()}
         assert all(isinstance(pid, int) for pid in pids.values()), pids
 
         trawl(env, "up")  # safe to run twice: the same processes keep running
-        again = {p["name"]: p["pid"] for p in trawl(env, "status")["parts"]}  # type: ignore[attr-defined,index]
+        again = {p["name"]: p["pid"] for p in trawl(env, "status")["parts"]}
         assert again == pids
 
         seeds = trawl(env, "seeds", "add", "http://site-000.test/", "javascript:void(0)")
-        assert seeds["accepted"] == 1 and len(seeds["rejected"]) == 1  # type: ignore[arg-type]
+        assert seeds["accepted"] == 1 and len(seeds["rejected"]) == 1
 
         # Every service has the stack's one token: the link base's API refuses a call without it.
-        linkbase = f"127.0.0.1:{first['grpc']['linkbase']}"  # type: ignore[index]
+        linkbase = f"127.0.0.1:{first['grpc']['linkbase']}"
         token = (home / "admin-token").read_text().split()[0]
         assert add_site(linkbase, None) == grpc.StatusCode.UNAUTHENTICATED
         assert add_site(linkbase, bearer_metadata("wrong")) == grpc.StatusCode.UNAUTHENTICATED
@@ -88,17 +89,17 @@ def test_up_status_down_cycle_leaves_nothing_behind(localinfra_root: Path) -> No
 
         # A generic client that knows only the address finds the standard health service on every one.
         if importlib.util.find_spec("grpc_requests") is not None:
-            for service, port in first["grpc"].items():  # type: ignore[attr-defined]
+            for service, port in first["grpc"].items():
                 seen = asyncio.run(reflection_probe(f"127.0.0.1:{port}", "grpc.health.v1.Health/Check={}"))
                 assert "grpc.health.v1.Health" in seen["services"], service
                 assert seen["calls"][0]["response"] == {"status": "SERVING"}, service
 
         stopped = trawl(env, "down")
-        assert set(stopped["stopped"]) == {"services", "broker", "postgres"}  # type: ignore[arg-type]
+        assert set(stopped["stopped"]) == {"services", "broker", "postgres"}
         left = [name for name, pid in pids.items() if procs.pid_alive(pid)]
         assert left == []
         after = trawl(env, "status")
-        assert all(p["health"] == "STOPPED" for p in after["parts"])  # type: ignore[attr-defined,index]
+        assert all(p["health"] == "STOPPED" for p in after["parts"])
     finally:
         subprocess.run([sys.executable, "-m", "cli.main", "down"], env=env, capture_output=True, timeout=120,
                        cwd=Path(__file__).resolve().parents[2])

@@ -58,7 +58,8 @@ def test_the_floor_applies_every_answered_request_and_keeps_its_budget(
     assert floor.applied == answered  # every outcome the stand-in fetcher sent, each once
     assert answered <= floor.sent <= answered + IN_FLIGHT and 0 < floor.most_out <= IN_FLIGHT
     with psycopg.connect(fresh_db) as conn:
-        counts = dict(conn.execute("SELECT status, count(*) FROM scheduler.frontier GROUP BY status").fetchall())
+        counts: dict[str, int] = dict(
+            conn.execute("SELECT status, count(*) FROM scheduler.frontier GROUP BY status").fetchall())
         outcomes = conn.execute(
             "SELECT DISTINCT http_status, last_outcome FROM scheduler.frontier WHERE status = 'fetched'"
         ).fetchall()

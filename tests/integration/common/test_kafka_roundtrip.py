@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
@@ -33,7 +33,10 @@ def filled(message_type: type[Message], n: int = 1) -> Message:
     """A message with every field (nested ones too) set to a non-default value."""
     message = message_type()
     for field in message_type.DESCRIPTOR.fields:
+        # The C implementation's descriptors at run time; they pass for the Python classes.
+        assert isinstance(field, FieldDescriptor)
         if field.type == FieldDescriptor.TYPE_MESSAGE:
+            assert isinstance(field.message_type, Descriptor)
             children = [filled(GetMessageClass(field.message_type), n + i) for i in range(2)]
             if field.is_repeated:
                 getattr(message, field.name).extend(children)
@@ -49,6 +52,7 @@ def filled(message_type: type[Message], n: int = 1) -> Message:
         elif field.type == FieldDescriptor.TYPE_DOUBLE:
             values = [n + 0.25, -1.5]
         elif field.type == FieldDescriptor.TYPE_ENUM:
+            assert isinstance(field.enum_type, EnumDescriptor)
             values = [field.enum_type.values[-1].number, 1]
         elif field.type == FieldDescriptor.TYPE_INT64:
             values = [1_700_000_000_000 + n, 7]
@@ -142,10 +146,10 @@ def _read_dead_letters(kafka: KafkaSettings, expected: int, timeout: float = 20.
             for msg in reader.consume(100, 0.2):
                 if msg.error() is None:
                     letter = pb.DeadLetter()
-                    letter.ParseFromString(msg.value())
+                    letter.ParseFromString(msg.value() or b"")
                     letters.append(((msg.key() or b"").decode(), letter))
         # anything beyond the expected letters would arrive with them
-        letters += [(m.key().decode(), pb.DeadLetter.FromString(m.value()))
+        letters += [((m.key() or b"").decode(), pb.DeadLetter.FromString(m.value() or b""))
                     for m in reader.consume(100, 0.5) if m.error() is None]
     finally:
         reader.close()

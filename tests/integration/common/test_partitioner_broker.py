@@ -29,8 +29,9 @@ def _read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeou
     try:
         while len(seen) < expected and time.monotonic() < deadline:
             for msg in consumer.consume(500, 0.2):
-                if msg.error() is None:
-                    seen[msg.key().decode()] = msg.partition()
+                partition = msg.partition()
+                if msg.error() is None and partition is not None:
+                    seen[(msg.key() or b"").decode()] = partition
     finally:
         consumer.close()
     return seen

@@ -222,7 +222,8 @@ def _wait_serving(process: subprocess.Popen[str], port: int, timeout: float = 30
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"service exited early with {process.returncode}: {process.stderr.read()}")
+            said = process.stderr.read() if process.stderr else ""
+            raise AssertionError(f"service exited early with {process.returncode}: {said}")
         try:
             if _health(port, timeout=0.5) == SERVING:
                 return

@@ -97,9 +97,10 @@ class TransferReader:
     def _poll(self) -> int:
         got = 0
         for msg in self._consumer.consume(1000, 0.3):
-            if msg.error() is None:
+            partition, offset = msg.partition(), msg.offset()
+            if msg.error() is None and partition is not None and offset is not None:
                 value = pb.CashTransfer.FromString(msg.value() or b"")
-                self.seen.append(Record(CASH_TRANSFERS, msg.partition(), msg.offset(), (msg.key() or b"").decode(),
+                self.seen.append(Record(CASH_TRANSFERS, partition, offset, (msg.key() or b"").decode(),
                                         value, msg.timestamp()[1], msg.key(), msg.value()))
                 got += 1
         return got

@@ -32,7 +32,7 @@ def _hub(fetched_at_ms: int, *children: str) -> Record[Any]:
                                             fetched_at_ms=fetched_at_ms))
 
 
-def _verdict(url: str, kind: int = pb.DUPLICATE_KIND_UNSPECIFIED, of: str = "") -> Record[Any]:
+def _verdict(url: str, kind: pb.DuplicateKind.ValueType = pb.DUPLICATE_KIND_UNSPECIFIED, of: str = "") -> Record[Any]:
     return _record(DUPLICATE_VERDICTS, pb.DuplicateVerdict(url=url, duplicate=bool(of), duplicate_of=of, kind=kind,
                                                            similarity=0.8 if of else 0.0))
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
@@ -35,7 +34,7 @@ async def server(web: SimWeb) -> AsyncIterator[SimWebServer]:
         await running.stop()
 
 
-async def _get(url: str, proxy: str, **headers: str) -> tuple[int, dict[str, Any]]:
+async def _get(url: str, proxy: str, **headers: str) -> tuple[int, CIMultiDict[str]]:
     async with aiohttp.ClientSession() as session, session.get(url, proxy=proxy, headers=headers) as response:
         await response.read()
         return response.status, CIMultiDict(response.headers)

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
@@ -26,6 +26,7 @@ def _value(field: FieldDescriptor, n: int) -> Any:
     if field.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
         return n + 0.5
     if field.type == FieldDescriptor.TYPE_ENUM:
+        assert isinstance(field.enum_type, EnumDescriptor)
         return field.enum_type.values[-1].number
     if field.type in (FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64):
         return 1_700_000_000_000 + n  # beyond 32 bits
@@ -36,7 +37,10 @@ def filled(message_type: type[Message], n: int = 1) -> Message:
     """A message of ``message_type`` with every field (and every nested field) set to a non-default value."""
     message = message_type()
     for field in message_type.DESCRIPTOR.fields:
+        # The C implementation's descriptors at run time; they pass for the Python classes.
+        assert isinstance(field, FieldDescriptor)
         if field.type == FieldDescriptor.TYPE_MESSAGE:
+            assert isinstance(field.message_type, Descriptor)
             child_type = GetMessageClass(field.message_type)
             children = [filled(child_type, n + i) for i in range(2)]
             if _repeated(field):

@@ -18,7 +18,7 @@ from services.importance.transfers import accept, outbox_rows, transfer_lists
 
 
 def urls_owned_by(partition: int, count: int, partitions: int = 12) -> list[str]:
-    found = []
+    found: list[str] = []
     n = 0
     while len(found) < count:
         url = f"http://t.example/{n}"

@@ -46,7 +46,7 @@ def test_about_three_percent_of_pages_have_no_links_and_all_are_reachable_from_h
 
 def test_links_to_other_sites_favour_large_sites() -> None:
     size = Counter(url.split("/")[2] for url in GRAPH.urls)
-    external = Counter()
+    external: Counter[str] = Counter()
     for s, ts in enumerate(GRAPH.out_links):
         source = GRAPH.urls[s].split("/")[2]
         for t in ts:
