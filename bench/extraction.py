@@ -32,7 +32,7 @@ from libs.common.wire import messages as pb
 from libs.simweb import SimWebConfig, build_web
 from services.extractor.page_extractor import extract_page
 from services.extractor.settings import ExtractorSettings
-from services.fetcher.worker import encode_body
+from services.fetcher.publish.result_body import encode_body
 
 FETCHED_AT_MS = 1_772_409_600_000
 CONTENT_TYPE = "text/html; charset=utf-8"

@@ -42,7 +42,7 @@ from services.extractor.charset import decode_html
 from services.extractor.content import date_params
 from services.extractor.page_extractor import Extracted, ExtractionOptions, extract_pages
 from services.extractor.settings import ExtractorSettings
-from services.fetcher.worker import encode_body
+from services.fetcher.publish.result_body import encode_body
 
 FETCHED_AT_MS = 1_772_409_600_000  # 2026-03-02T00:00:00Z
 

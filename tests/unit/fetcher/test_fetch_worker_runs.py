@@ -17,7 +17,7 @@ class Producer:
     """The part of TopicProducer the worker uses, in memory."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, Message]] = []
+        self.sent: list[tuple[str, Any]] = []  # (topic, message): the tests read the outcomes' fields
         self.flushed: list[int] = []  # how many messages had been sent at each flush
         self._hooks: list[Callable[[], None]] = []
 

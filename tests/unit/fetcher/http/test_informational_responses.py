@@ -71,9 +71,9 @@ def hints_then_page(count: int) -> Answer:
     return answer
 
 
-def client(**kwargs: int) -> HttpFetcher:
+def client(max_informational_responses: int) -> HttpFetcher:
     return HttpFetcher(user_agent="t", connect_timeout=2, total_timeout=10, max_body_bytes=MiB, max_redirects=5,
-                       **kwargs)
+                       max_informational_responses=max_informational_responses)
 
 
 async def test_an_endless_stream_of_early_hints_ends_the_fetch_at_once(raw_server: RawServer) -> None:

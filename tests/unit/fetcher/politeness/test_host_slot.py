@@ -64,7 +64,7 @@ async def test_release_lets_a_request_on_the_wire_finish_within_the_grace() -> N
 async def test_release_cuts_a_slow_request_short_after_the_grace() -> None:
     clock = FakeClock()
     politeness = make(clock)
-    outcome: list[BaseException] = []
+    outcome: list[HostReleasedError] = []
 
     async def fetch() -> None:
         try:

@@ -197,7 +197,7 @@ async def test_a_big_file_is_parsed_in_a_worker_thread(monkeypatch: pytest.Monke
     threaded: list[object] = []
     to_thread = asyncio.to_thread
 
-    async def recording(func, /, *args):  # type: ignore[no-untyped-def]
+    async def recording(func, /, *args):
         threaded.append(func)
         return await to_thread(func, *args)
 
