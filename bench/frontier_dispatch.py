@@ -46,7 +46,7 @@ from libs.common.db.settings import DatabaseSettings
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint
 from libs.localinfra import LocalPostgres
-from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome, Priority
+from services.scheduler.frontier.store import Dispatched, FrontierStore, NewUrl, Outcome, Priority
 from services.scheduler.settings import SchedulerSettings
 
 MIGRATIONS = REPO / "services" / "scheduler" / "migrations"

@@ -77,8 +77,8 @@ from libs.common.topics import ALL_TOPICS, FETCH_OUTCOMES, FETCH_REQUESTS
 from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalBroker, LocalPostgres, create_database, create_topics, drop_database, free_port
-from services.scheduler.frontier_store import FrontierStore
-from services.scheduler.host_heads import BACKFILL
+from services.scheduler.frontier.host_heads import BACKFILL
+from services.scheduler.frontier.store import FrontierStore
 from services.scheduler.settings import SchedulerSettings
 
 MIGRATIONS = REPO / "services" / "scheduler" / "migrations"

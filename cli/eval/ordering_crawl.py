@@ -28,7 +28,7 @@ from services.importance.discovery import UNIFORM
 from services.importance.engine import OpicConfig, OpicEngine
 from services.importance.settings import ImportanceSettings
 from services.importance.shard import Shard
-from services.scheduler.priority import crawl_priority
+from services.scheduler.frontier.priority import crawl_priority
 
 POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "omniscient", "known_pagerank", "in_links")
 TOTAL_CASH = 100.0

@@ -12,7 +12,7 @@ this round (``bandits/allocator.py``), and a large host (``TRAWL_SCHEDULER_LARGE
 has its requests keyed ``host#group`` by path (``site_partition/keying.py``).
 
 The admin API changes both at run time: a goal it sets replaces the settings' one
-(``crawl_goal.LiveGoal``), and operator policies per host (``host_policies``) hold hosts,
+(``bandits/goal.py``, ``LiveGoal``), and operator policies per host (``frontier/host_policies.py``) hold hosts,
 space their requests, and split hosts by path, read once a round.
 """
 
@@ -27,13 +27,13 @@ from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.wire import messages as pb
 from services.scheduler.bandits.allocator import RECENT_PAGES, BanditAllocator, allocator_from_settings
-from services.scheduler.crawl_goal import LiveGoal
-from services.scheduler.frontier_store import FrontierStore
-from services.scheduler.host_policies import HostPolicyStore, PolicyRules
+from services.scheduler.bandits.goal import LiveGoal
+from services.scheduler.frontier.host_policies import HostPolicyStore, PolicyRules
+from services.scheduler.frontier.store import FrontierStore
+from services.scheduler.recovery.unsent_requests import UnsentRequests
 from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings
 from services.scheduler.site_partition.keying import LargeHostKeys
-from services.scheduler.unsent_requests import UnsentRequests
 
 log = logging.getLogger(__name__)
 # How often the in-flight budget counts the frontier's requests in flight; between counts the store

@@ -12,8 +12,8 @@ from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDAT
 from libs.common.url_keys import normalized_fingerprint, normalized_host
 from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
-from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
-from services.scheduler.priority import crawl_priority
+from services.scheduler.frontier.priority import crawl_priority
+from services.scheduler.frontier.store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
 from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings
 
@@ -28,7 +28,7 @@ _SOURCES = {
 
 
 # The linkbase's trap penalty multiplies priorities by 1 - penalty; kept below 1 so that a
-# penalty can be replaced later (see frontier_store._reweigh_paths).
+# penalty can be replaced later (see frontier/store.py, _reweigh_paths).
 MAX_PATH_PENALTY = 0.99
 _MAX_VALIDATOR = 1024  # the fetcher keeps no longer ETag; a bound on what a row keeps all the same (longer: none)
 

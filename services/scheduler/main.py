@@ -22,20 +22,20 @@ from libs.common.topics import (
     IMPORTANCE_UPDATES,
     PAGE_LINK_COUNTS,
 )
-from services.scheduler.admin_api import SERVICE_NAME, AdminApi, AdminState, registrar
-from services.scheduler.admin_topics import topic_stats
-from services.scheduler.broker_loss import BrokerLoss
+from services.scheduler.admin.api import SERVICE_NAME, AdminApi, AdminState, registrar
+from services.scheduler.admin.topics import topic_stats
 from services.scheduler.clock import ClockSettings, clock_from
 from services.scheduler.dispatcher import Dispatcher
 from services.scheduler.freshness.components import build_freshness
 from services.scheduler.freshness.settings import FreshnessSettings
-from services.scheduler.frontier_metrics import FrontierMetrics
-from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.frontier.metrics import FrontierMetrics
+from services.scheduler.frontier.priority import PriorityWeights
+from services.scheduler.frontier.store import FrontierStore
 from services.scheduler.handlers import SchedulerHandler
-from services.scheduler.priority import PriorityWeights
+from services.scheduler.recovery.broker_loss import BrokerLoss
+from services.scheduler.recovery.unsent_requests import UnsentRequests
 from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings
-from services.scheduler.unsent_requests import UnsentRequests
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 

@@ -13,7 +13,7 @@ from services.scheduler.freshness.revisit_hook import RevisitHook
 from services.scheduler.freshness.settings import FreshnessSettings
 from services.scheduler.freshness.store import GenerationStore
 from services.scheduler.freshness.trainer import FreshnessTrainer
-from services.scheduler.priority import PriorityWeights
+from services.scheduler.frontier.priority import PriorityWeights
 
 
 @dataclass(frozen=True)

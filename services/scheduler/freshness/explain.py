@@ -18,8 +18,8 @@ from services.scheduler.clock import SchedulerClock
 from services.scheduler.freshness.bursts import BurstState
 from services.scheduler.freshness.registry import ModelRegistry
 from services.scheduler.freshness.store import PageState, page_states
-from services.scheduler.frontier_store import NEVER
-from services.scheduler.priority import PriorityWeights
+from services.scheduler.frontier.priority import PriorityWeights
+from services.scheduler.frontier.store import NEVER
 
 _ROW = (
     "SELECT status, priority, cash, change_probability, freshness_gain, path_penalty, next_fetch_at"

@@ -1,6 +1,6 @@
 """The frontier's revisit hook: plans each fetched page's next fetch, inside the outcome's transaction.
 
-:class:`~services.scheduler.frontier_store.FrontierStore` calls it on the connection of its own
+:class:`~services.scheduler.frontier.store.FrontierStore` calls it on the connection of its own
 transactions:
 
 - :meth:`RevisitHook.plan_fetched` before fetch outcomes move pages to ``fetched`` (the
@@ -12,7 +12,7 @@ transactions:
   linkbase (which lag one fetch behind: the extractor stores a version after its outcome; a
   304, a fetch that saw the page unchanged, counts at once as a version equal to the last).
   The frontier row gets the time, the change probability and the expected gain, and the
-  priority they make (``services/scheduler/priority.py``).
+  priority they make (``services/scheduler/frontier/priority.py``).
 - :meth:`RevisitHook.discovered` when URLs found on a page were admitted: for a page whose
   last fetch was a re-fetch, they are the new items that fetch revealed; far more than the
   model predicted is a burst, and the next fetch is brought forward at once.
@@ -47,8 +47,8 @@ from services.scheduler.freshness.store import (
     save_page_states_unchanged,
     seen_page_states,
 )
-from services.scheduler.frontier_store import NEVER, FetchedPage, RevisitPlan
-from services.scheduler.priority import PriorityWeights, priority_sql
+from services.scheduler.frontier.priority import PriorityWeights, priority_sql
+from services.scheduler.frontier.store import NEVER, FetchedPage, RevisitPlan
 
 log = logging.getLogger(__name__)
 VERSIONS = 100  # newest content versions a page's change rate is estimated from

@@ -1,4 +1,4 @@
--- Operator policies per host, set through the admin API (services/scheduler/host_policies.py).
+-- Operator policies per host, set through the admin API (services/scheduler/frontier/host_policies.py).
 -- A NULL column is "not set": the host is crawled as any other in that respect.
 --   min_delay_seconds  least seconds between the starts of two requests to the host
 --   max_concurrency    most requests in flight (0 holds the host)

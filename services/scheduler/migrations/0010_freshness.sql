@@ -3,7 +3,7 @@
 -- A fetched page keeps status 'fetched' with next_fetch_at set to its planned revisit (on the
 -- scheduler's clock; 9999-12-31 when nothing plans one); the dispatcher moves it back to
 -- 'queued' once that time has passed. Its priority combines the importance service's cash with
--- the freshness plan (services/scheduler/priority.py): cash is the last announced OPIC cash,
+-- the freshness plan (services/scheduler/frontier/priority.py): cash is the last announced OPIC cash,
 -- change_probability the chance the page changed by its next fetch (1 for a page never
 -- fetched), freshness_gain the new items a hub's next fetch is expected to reveal.
 ALTER TABLE scheduler.frontier ADD COLUMN cash double precision NOT NULL DEFAULT 0;

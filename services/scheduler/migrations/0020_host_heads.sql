@@ -2,7 +2,7 @@
 -- next_fetch_at), so that a dispatch round reads the free hosts' heads best first through one
 -- index (hosts_heads) instead of probing every free host's queued URLs and sorting them all.
 --
--- Heads are kept exact by the dispatch round (services/scheduler/frontier_store.py): it
+-- Heads are kept exact by the dispatch round (services/scheduler/frontier/store.py): it
 -- recomputes the heads of the hosts it dispatched, and of the hosts named in host_heads_stale.
 -- Every other change to a host's queued URLs (a URL queued, requeued, re-weighed, deleted)
 -- names the host there, through the statement triggers below, whoever writes the frontier:

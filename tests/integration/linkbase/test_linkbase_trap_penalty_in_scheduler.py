@@ -22,7 +22,7 @@ from services.linkbase.batch import build_batch
 from services.linkbase.rows import resolve
 from services.linkbase.store import LinkStore
 from services.linkbase.trap_signal import TrapPolicy, path_penalties
-from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.frontier.store import FrontierStore
 from services.scheduler.handlers import SchedulerHandler
 from services.scheduler.settings import SchedulerSettings
 

@@ -11,7 +11,7 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.topics import FETCH_REQUESTS
-from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.frontier.store import FrontierStore
 
 
 @pytest.fixture

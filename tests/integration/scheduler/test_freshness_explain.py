@@ -15,9 +15,9 @@ from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint
 from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
-from services.scheduler.admin_api import SERVICE_NAME, AdminApi, AdminState, registrar
+from services.scheduler.admin.api import SERVICE_NAME, AdminApi, AdminState, registrar
 from services.scheduler.freshness.explain import FreshnessExplainer
-from services.scheduler.priority import PriorityWeights
+from services.scheduler.frontier.priority import PriorityWeights
 from services.scheduler.settings import SchedulerSettings
 from tests.integration.scheduler.test_freshness_revisits import (
     HUB,

@@ -23,7 +23,8 @@ from services.scheduler.freshness.registry import ModelRegistry
 from services.scheduler.freshness.revisit_hook import RevisitHook
 from services.scheduler.freshness.settings import FreshnessSettings
 from services.scheduler.freshness.store import Conn, GenerationStore, Hub, page_states
-from services.scheduler.frontier_store import (
+from services.scheduler.frontier.priority import PriorityWeights
+from services.scheduler.frontier.store import (
     NEVER,
     Dispatched,
     FetchedPage,
@@ -33,7 +34,6 @@ from services.scheduler.frontier_store import (
     Priority,
     RevisitPlan,
 )
-from services.scheduler.priority import PriorityWeights
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

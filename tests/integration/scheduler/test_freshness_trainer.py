@@ -25,8 +25,8 @@ from services.scheduler.freshness.revisit_hook import RevisitHook
 from services.scheduler.freshness.settings import FreshnessSettings
 from services.scheduler.freshness.store import GenerationStore, page_states
 from services.scheduler.freshness.trainer import FreshnessTrainer
-from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome
-from services.scheduler.priority import PriorityWeights
+from services.scheduler.frontier.priority import PriorityWeights
+from services.scheduler.frontier.store import FrontierStore, NewUrl, Outcome
 from tests.integration.scheduler.test_freshness_revisits import ManualClock
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

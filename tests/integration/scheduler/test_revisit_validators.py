@@ -21,9 +21,9 @@ from services.scheduler.freshness.registry import ModelRegistry
 from services.scheduler.freshness.revisit_hook import RevisitHook
 from services.scheduler.freshness.settings import FreshnessSettings
 from services.scheduler.freshness.store import GenerationStore, page_states
-from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome
+from services.scheduler.frontier.priority import PriorityWeights
+from services.scheduler.frontier.store import Dispatched, FrontierStore, NewUrl, Outcome
 from services.scheduler.handlers import frontier_status
-from services.scheduler.priority import PriorityWeights
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

@@ -12,7 +12,7 @@ from libs.common.topics import PAGE_LINKS
 from libs.simweb import build_web
 from services.extractor.settings import ExtractorSettings
 from services.linkbase.batch import build_batch
-from services.scheduler.frontier_store import Dispatched
+from services.scheduler.frontier.store import Dispatched
 
 
 def test_linkbase_workload_builds_batches_with_half_new_links() -> None:

@@ -19,7 +19,7 @@ from cli.main import app
 from services.importance.engine import OpicEngine
 from services.importance.settings import ImportanceSettings
 from services.importance.shard import Shard
-from services.scheduler.priority import crawl_priority
+from services.scheduler.frontier.priority import crawl_priority
 
 SMALL_PAGES = 3000
 """Pages of the generated families in these tests (the real graphs are crawled whole)."""

@@ -13,7 +13,7 @@ from libs.common.settings import load_settings
 from libs.common.topics import PAGE_LINK_COUNTS
 from libs.common.urls import url_fingerprint, url_host
 from libs.common.wire import messages as pb
-from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome
+from services.scheduler.frontier.store import Dispatched, FrontierStore, NewUrl, Outcome
 from services.scheduler.handlers import SchedulerHandler
 from services.scheduler.settings import SchedulerSettings
 

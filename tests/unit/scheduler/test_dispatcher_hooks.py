@@ -16,7 +16,7 @@ from libs.common.urls import url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
 from services.scheduler.dispatcher import Dispatcher
-from services.scheduler.frontier_store import FrontierStore, NewUrl
+from services.scheduler.frontier.store import FrontierStore, NewUrl
 from services.scheduler.settings import SchedulerSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

@@ -12,9 +12,9 @@ from libs.common.kafka.consumer import Record
 from libs.common.topics import IMPORTANCE_UPDATES
 from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
-from services.scheduler.frontier_store import Priority
+from services.scheduler.frontier.priority import crawl_priority
+from services.scheduler.frontier.store import Priority
 from services.scheduler.handlers import SchedulerHandler
-from services.scheduler.priority import crawl_priority
 from services.scheduler.settings import SchedulerSettings
 
 

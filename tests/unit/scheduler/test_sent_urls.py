@@ -9,7 +9,7 @@ from libs.common.kafka.consumer import Record
 from libs.common.topics import FETCH_OUTCOMES
 from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
-from services.scheduler.frontier_store import Outcome
+from services.scheduler.frontier.store import Outcome
 from services.scheduler.handlers import SchedulerHandler
 from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings

@@ -1339,7 +1339,7 @@ class UrlExplanation(_message.Message):
     status: _builtins.str
     priority: _builtins.float
     """priority = (importance_weight * cash * change_probability + freshness_weight * freshness_gain)
-               * (1 - path_penalty)   (services/scheduler/priority.py)
+               * (1 - path_penalty)   (services/scheduler/frontier/priority.py)
     """
     cash: _builtins.float
     """the AOPIC cash the importance service last announced"""

@@ -9,9 +9,9 @@ import pytest
 from libs.common.db.pool import Database
 from libs.common.urls import url_fingerprint
 from libs.common.wire import messages as pb
-from services.scheduler.frontier_store import FrontierStore
-from services.scheduler.host_policies import HostPolicyStore
-from tests.integration.scheduler.test_frontier_store import (
+from services.scheduler.frontier.host_policies import HostPolicyStore
+from services.scheduler.frontier.store import FrontierStore
+from tests.integration.scheduler.frontier.test_frontier_store import (
     ALL,
     MAX_ATTEMPTS,
     PARTITIONS,

@@ -4,7 +4,7 @@ The frontier row says the status, priority, attempts and last outcome; the host'
 policy, the pause flag and the crawl goal say what holds a queued URL back and when it may go
 next; the importance service's state gives its OPIC importance (the priority it sent, if that
 state cannot be read); the linkbase's fetch history and versions give its history and
-predicted change rate (``admin_other_state``).
+predicted change rate (``other_state``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 from libs.common.db.pool import Database
 from libs.common.urls import url_host
 from libs.common.wire import admin as admin_pb
-from services.scheduler import admin_other_state as other
-from services.scheduler.admin_messages import fetch_message, ms, policy_message, version_message
-from services.scheduler.admin_store import FrontierRow
-from services.scheduler.host_policies import HostPolicyRow
+from services.scheduler.admin import other_state as other
+from services.scheduler.admin.messages import fetch_message, ms, policy_message, version_message
+from services.scheduler.admin.store import FrontierRow
+from services.scheduler.frontier.host_policies import HostPolicyRow
 
 RATE_VERSIONS = 100  # newest versions the change rate is estimated from
 

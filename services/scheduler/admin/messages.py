@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 from libs.common.wire import admin as admin_pb
 from libs.common.wire import linkbase as linkbase_pb
-from services.scheduler.admin_other_state import FetchRow, VersionRow
-from services.scheduler.admin_store import HostRow
-from services.scheduler.crawl_goal import GoalSpec
-from services.scheduler.host_policies import HostPolicyRow
+from services.scheduler.admin.other_state import FetchRow, VersionRow
+from services.scheduler.admin.store import HostRow
+from services.scheduler.bandits.goal import GoalSpec
+from services.scheduler.frontier.host_policies import HostPolicyRow
 
 POLICY_FIELDS = ("min_delay_seconds", "max_concurrency", "budget", "blocked_until_ms", "partition_groups", "note")
 

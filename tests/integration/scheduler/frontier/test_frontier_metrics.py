@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from libs.common.db.pool import Database
-from services.scheduler.frontier_metrics import FrontierMetrics
+from services.scheduler.frontier.metrics import FrontierMetrics
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -36,7 +36,7 @@ async def test_gauges_follow_the_frontier_and_the_oldest_request_is_named(
                 (fp, url, host, status, age or 0),
             )
     sampler = FrontierMetrics(scheduler_db, lease_seconds=120.0)
-    with caplog.at_level(logging.WARNING, logger="services.scheduler.frontier_metrics"):
+    with caplog.at_level(logging.WARNING, logger="services.scheduler.frontier.metrics"):
         await sampler.sample()
     assert gauge("trawl_frontier_urls", {"status": "queued"}) == 2
     assert gauge("trawl_frontier_urls", {"status": "in_flight"}) == 2

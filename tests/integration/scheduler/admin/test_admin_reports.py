@@ -16,10 +16,10 @@ from libs.common.db.pool import Database
 from libs.common.topics import ALL_TOPICS, FETCH_REQUESTS
 from libs.common.urls import url_fingerprint, url_host
 from libs.localinfra import create_topics
-from services.scheduler.admin_other_state import VersionRow, changes_per_day
-from services.scheduler.admin_topics import topic_stats
-from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome, Priority
-from tests.integration.scheduler.test_admin_api import TOKEN, serve_admin
+from services.scheduler.admin.other_state import VersionRow, changes_per_day
+from services.scheduler.admin.topics import topic_stats
+from services.scheduler.frontier.store import FrontierStore, NewUrl, Outcome, Priority
+from tests.integration.scheduler.admin.test_admin_api import TOKEN, serve_admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 ALL_PARTITIONS = list(range(FETCH_REQUESTS.partitions))

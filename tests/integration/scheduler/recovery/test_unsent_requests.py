@@ -13,8 +13,8 @@ from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
-from services.scheduler.frontier_store import FrontierStore, NewUrl
-from services.scheduler.unsent_requests import UnsentRequests
+from services.scheduler.frontier.store import FrontierStore, NewUrl
+from services.scheduler.recovery.unsent_requests import UnsentRequests
 
 pytestmark = pytest.mark.integration
 ALL = list(range(FETCH_REQUESTS.partitions))

@@ -7,7 +7,7 @@ durable state says what that was:
 
 - requests in flight whose request or outcome was lost: the unsent-requests check finds
   them missing from the (new, empty) fetch-request topic and queues them again
-  (:mod:`services.scheduler.unsent_requests`);
+  (:mod:`services.scheduler.recovery.unsent_requests`);
 - pages the frontier holds as fetched (with a 2xx answer) whose links never reached the
   link base: the link base's ``links_at`` (the fetch time of the page's stored links) is
   empty or older than that fetch. Its ``fetched`` flag would not do: a page's document

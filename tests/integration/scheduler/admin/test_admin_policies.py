@@ -24,11 +24,11 @@ from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
-from services.scheduler.admin_api import AdminState
+from services.scheduler.admin.api import AdminState
 from services.scheduler.dispatcher import Dispatcher
-from services.scheduler.frontier_store import FrontierStore, NewUrl, Outcome
+from services.scheduler.frontier.store import FrontierStore, NewUrl, Outcome
 from services.scheduler.settings import SchedulerSettings
-from tests.integration.scheduler.test_admin_api import TOKEN, serve_admin
+from tests.integration.scheduler.admin.test_admin_api import TOKEN, serve_admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 ALL_PARTITIONS = set(range(FETCH_REQUESTS.partitions))

@@ -9,7 +9,7 @@ import pytest
 
 from libs.common.db.pool import Database
 from libs.common.urls import url_fingerprint, url_host
-from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome
+from services.scheduler.frontier.store import Dispatched, FrontierStore, NewUrl, Outcome
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

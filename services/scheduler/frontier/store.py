@@ -32,11 +32,11 @@ from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
 from libs.common.url_keys import normalized_fingerprint, normalized_host
 from libs.common.urls import InvalidUrl, normalize_url
-from services.scheduler import host_heads
 from services.scheduler.bandits import arm_store
 from services.scheduler.bandits.allocator import ArmState
 from services.scheduler.clock import SchedulerClock, SystemClock
-from services.scheduler.priority import PriorityWeights, priority_sql
+from services.scheduler.frontier import host_heads
+from services.scheduler.frontier.priority import PriorityWeights, priority_sql
 
 
 @dataclass(frozen=True)

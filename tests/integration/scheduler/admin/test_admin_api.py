@@ -23,8 +23,8 @@ from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint
 from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
-from services.scheduler.admin_api import MAX_SEEDS_PER_CALL, SERVICE_NAME, AdminApi, AdminState, TopicStats, registrar
-from services.scheduler.frontier_store import FrontierStore, Outcome
+from services.scheduler.admin.api import MAX_SEEDS_PER_CALL, SERVICE_NAME, AdminApi, AdminState, TopicStats, registrar
+from services.scheduler.frontier.store import FrontierStore, Outcome
 from services.scheduler.settings import SchedulerSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -16,8 +16,8 @@ from google.protobuf import descriptor_pool, json_format, message_factory
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from libs.common.db.pool import Database
-from services.scheduler.frontier_store import FrontierStore
-from tests.integration.scheduler.test_admin_api import TOKEN, serve_admin
+from services.scheduler.frontier.store import FrontierStore
+from tests.integration.scheduler.admin.test_admin_api import TOKEN, serve_admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

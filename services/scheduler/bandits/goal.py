@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from libs.common.db.pool import Database
 from libs.common.settings import SettingsError
 from services.scheduler.bandits.allocator import BanditAllocator, allocator_from_settings
-from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.frontier.store import FrontierStore
 from services.scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ longer than ``age``, during which this check cannot read the topic either.
 
 A broker that lost its data (it restarted empty) holds none of the requests in flight, so
 this check queues them all again at its next round; the same round first asks
-:class:`~services.scheduler.broker_loss.BrokerLoss` to recover what else the broker took.
+:class:`~services.scheduler.recovery.broker_loss.BrokerLoss` to recover what else the broker took.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from libs.common.kafka.ends import offsets_since, read_to_end
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.wire import messages as pb
-from services.scheduler.broker_loss import BrokerLoss
+from services.scheduler.recovery.broker_loss import BrokerLoss
 
 log = logging.getLogger(__name__)
 

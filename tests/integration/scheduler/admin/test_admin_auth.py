@@ -20,8 +20,8 @@ from libs.common.grpc_server import GrpcTlsSettings, server_credentials
 from libs.common.settings import SettingsError
 from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
-from services.scheduler.frontier_store import FrontierStore
-from tests.integration.scheduler.test_admin_api import TOKEN, serve_admin
+from services.scheduler.frontier.store import FrontierStore
+from tests.integration.scheduler.admin.test_admin_api import TOKEN, serve_admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

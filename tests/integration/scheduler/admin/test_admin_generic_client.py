@@ -12,9 +12,9 @@ import json
 import pytest
 
 from libs.common.db.pool import Database
-from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.frontier.store import FrontierStore
 from tests.integration.common.guarded_calls import reflection_probe
-from tests.integration.scheduler.test_admin_api import TOKEN, serve_admin
+from tests.integration.scheduler.admin.test_admin_api import TOKEN, serve_admin
 
 pytest.importorskip("grpc_requests")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

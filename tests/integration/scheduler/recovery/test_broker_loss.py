@@ -19,7 +19,7 @@ from libs.common.urls import url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalBroker
 from services.linkbase.rows import host_id
-from services.scheduler.broker_loss import BrokerLoss
+from services.scheduler.recovery.broker_loss import BrokerLoss
 from tests.conftest import broker_of_its_own
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]

@@ -22,15 +22,15 @@ from libs.common.settings import SettingsError
 from libs.common.urls import InvalidUrl, normalize_url, url_fingerprint, url_host
 from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
-from services.scheduler import admin_other_state as other
-from services.scheduler.admin_messages import goal_message, goal_spec, host_message, ms, policy_changes, policy_message
-from services.scheduler.admin_store import HOST_ORDER, AdminStore
-from services.scheduler.admin_topics import TopicRow
-from services.scheduler.admin_url_report import url_report
+from services.scheduler.admin import other_state as other
+from services.scheduler.admin.messages import goal_message, goal_spec, host_message, ms, policy_changes, policy_message
+from services.scheduler.admin.store import HOST_ORDER, AdminStore
+from services.scheduler.admin.topics import TopicRow
+from services.scheduler.admin.url_report import url_report
 from services.scheduler.bandits.allocator import RECENT_PAGES
-from services.scheduler.crawl_goal import GoalStore, LiveGoal
-from services.scheduler.frontier_store import FrontierStore, NewUrl
-from services.scheduler.host_policies import HostPolicyStore
+from services.scheduler.bandits.goal import GoalStore, LiveGoal
+from services.scheduler.frontier.host_policies import HostPolicyStore
+from services.scheduler.frontier.store import FrontierStore, NewUrl
 from services.scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ import pytest
 from libs.common.db.pool import Database
 from libs.common.grpc_auth import bearer_metadata
 from libs.common.wire import admin as admin_pb
-from services.scheduler.frontier_store import FrontierStore
+from services.scheduler.frontier.store import FrontierStore
 from tests.integration.common.guarded_calls import NOT_AUTHENTICATED, call, empty_request, methods
-from tests.integration.scheduler.test_admin_api import TOKEN, serve_admin
+from tests.integration.scheduler.admin.test_admin_api import TOKEN, serve_admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

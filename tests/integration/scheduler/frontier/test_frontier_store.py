@@ -14,7 +14,7 @@ from libs.common.topics import FETCH_REQUESTS
 from libs.common.url_keys import first_directory
 from libs.common.urls import normalize_url, url_fingerprint, url_host
 from libs.common.wire import messages as pb
-from services.scheduler.frontier_store import Dispatched, FrontierStore, NewUrl, Outcome, Priority
+from services.scheduler.frontier.store import Dispatched, FrontierStore, NewUrl, Outcome, Priority
 from services.scheduler.handlers import frontier_status
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

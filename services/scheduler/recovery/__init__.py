@@ -1,0 +1,1 @@
+"""Requests lost on the way to the fetchers, found and queued again."""
