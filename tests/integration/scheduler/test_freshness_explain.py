@@ -35,7 +35,7 @@ TOKEN = "explain-token"
 
 
 @pytest.fixture
-async def stub(frontier: Frontier) -> AsyncIterator[admin_grpc.AdminServiceStub]:
+async def stub(frontier: Frontier) -> AsyncIterator[admin_grpc.AdminServiceAsyncStub]:
     f = frontier
     state = AdminState.on(f.db, f.store, SchedulerSettings(), FETCH_REQUESTS.partitions)
     explainer = FreshnessExplainer(f.db, f.registry, f.clock, PriorityWeights(), SETTINGS.burst_half_life)
@@ -50,13 +50,13 @@ async def stub(frontier: Frontier) -> AsyncIterator[admin_grpc.AdminServiceStub]
         await server.stop(grace=1.0)
 
 
-async def explain(stub: admin_grpc.AdminServiceStub, url: str) -> admin_pb.UrlExplanation:
+async def explain(stub: admin_grpc.AdminServiceAsyncStub, url: str) -> admin_pb.UrlExplanation:
     reply: admin_pb.UrlExplanation = await stub.ExplainUrl(admin_pb.ExplainUrlRequest(url=url),
                                                            metadata=bearer_metadata(TOKEN))
     return reply
 
 
-async def test_a_hub_is_explained_by_its_model(stub: admin_grpc.AdminServiceStub, frontier: Frontier) -> None:
+async def test_a_hub_is_explained_by_its_model(stub: admin_grpc.AdminServiceAsyncStub, frontier: Frontier) -> None:
     f = frontier
     target = await with_hub_model(f)
     await f.store.add_urls([new(HUB)])
@@ -74,7 +74,9 @@ async def test_a_hub_is_explained_by_its_model(stub: admin_grpc.AdminServiceStub
     assert reply.importance_weight == 1.0 and reply.freshness_weight == 1.0
 
 
-async def test_a_page_never_fetched_and_an_unknown_one(stub: admin_grpc.AdminServiceStub, frontier: Frontier) -> None:
+async def test_a_page_never_fetched_and_an_unknown_one(
+    stub: admin_grpc.AdminServiceAsyncStub, frontier: Frontier
+) -> None:
     await frontier.store.add_urls([new("http://plain.test/x.html")])
     queued = await explain(stub, "http://plain.test/x.html")
     assert queued.known and queued.status == "queued" and not queued.policy and "importance" in queued.reason
@@ -87,7 +89,7 @@ async def test_a_page_never_fetched_and_an_unknown_one(stub: admin_grpc.AdminSer
     assert url_fingerprint(fetched.url) == url_fingerprint("http://plain.test/x.html")
 
 
-async def test_a_bad_url_is_refused(stub: admin_grpc.AdminServiceStub) -> None:
+async def test_a_bad_url_is_refused(stub: admin_grpc.AdminServiceAsyncStub) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await explain(stub, "javascript:alert(1)")
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT

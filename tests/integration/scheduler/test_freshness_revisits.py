@@ -80,7 +80,7 @@ class Frontier:
                 " FROM scheduler.frontier WHERE url_fp = %s", (url_fingerprint(url),))
             found = await cur.fetchone()
             assert found is not None
-            return found  # type: ignore[return-value]
+            return found
 
 
 def ok(sent: Dispatched, at: datetime) -> Outcome:

@@ -50,7 +50,7 @@ class Setup:
 def office_hours_history(days: int, seed: int = 3) -> list[datetime]:
     """Items on weekdays from 09:00 to 17:00 UTC, about 8 an hour."""
     rng = random.Random(seed)
-    out = []
+    out: list[datetime] = []
     start = NOW - timedelta(days=days)
     for hour in range(days * 24):
         at = start + timedelta(hours=hour)

@@ -80,6 +80,7 @@ def test_the_scheduler_and_the_replay_see_the_same_arms() -> None:
     allocator = allocator_from_settings("recency", ["a.test"], "external_links", 500, 10, 1)
     assert allocator is not None and isinstance(allocator.policy, RecencyGreedy)
     evaluated = make_policy("recency", budget=500, sites=1)
+    assert isinstance(evaluated, RecencyGreedy)
     assert (allocator.policy.recency_decay, allocator.policy.floor) == (evaluated.recency_decay, evaluated.floor)
     assert RECENT_PAGES == recent_pages(RECENCY_DECAY) == recent_pages(evaluated.recency_decay)
     rewards = [float((i * 7) % 13 == 0) * (i % 40) for i in range(400)]

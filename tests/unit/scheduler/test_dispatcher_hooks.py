@@ -50,8 +50,8 @@ def requests(bootstrap: str, topic: str, count: int) -> dict[str, str]:
             message = reader.poll(0.2)
             if message is None or message.error():
                 continue
-            request = pb.FetchRequest.FromString(message.value())
-            found[request.url] = message.key().decode()
+            request = pb.FetchRequest.FromString(message.value() or b"")
+            found[request.url] = (message.key() or b"").decode()
     finally:
         reader.close()
     return found

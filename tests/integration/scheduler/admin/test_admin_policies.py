@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
 import pytest
@@ -46,8 +47,8 @@ class Crawl:
         return Dispatcher(self.frontier, self.producer, settings or SchedulerSettings(), lambda: ALL_PARTITIONS,
                           policies=self.state.policies, goal=self.state.goal)
 
-    async def call(self, method: Callable[..., object], *args: object, **kwargs: object) -> dict[str, object]:
-        return await asyncio.to_thread(method, *args, **kwargs)  # type: ignore[arg-type]
+    async def call(self, method: Callable[..., dict[str, Any]], *args: object, **kwargs: object) -> dict[str, Any]:
+        return await asyncio.to_thread(method, *args, **kwargs)
 
     def sent(self, count: int) -> list[tuple[str, pb.FetchRequest]]:
         """(key, request) of the first ``count`` fetch requests of the topic."""
@@ -61,7 +62,7 @@ class Crawl:
             while len(found) < count and time.monotonic() < deadline:
                 message = reader.poll(0.2)
                 if message is not None and not message.error():
-                    found.append((message.key().decode(), pb.FetchRequest.FromString(message.value())))
+                    found.append(((message.key() or b"").decode(), pb.FetchRequest.FromString(message.value() or b"")))
         finally:
             reader.close()
         return found
@@ -103,9 +104,9 @@ async def test_a_policy_is_set_field_by_field_listed_and_cleared(crawl: Crawl) -
 
     await crawl.call(client.set_host_policy, "b.example", blocked_until_ms=int(time.time() * 1000) + 60_000)
     listed = await crawl.call(client.host_policies)
-    assert [p["host"] for p in listed["policies"]] == ["a.example", "b.example"]  # type: ignore[index]
+    assert [p["host"] for p in listed["policies"]] == ["a.example", "b.example"]
     only = await crawl.call(client.host_policies, ["b.example"])
-    assert len(only["policies"]) == 1  # type: ignore[arg-type]
+    assert len(only["policies"]) == 1
 
     assert (await crawl.call(client.clear_host_policies, ["a.example", "b.example", "c.example"]))["cleared"] == 2
     assert (await crawl.call(client.host_policies))["policies"] == []
@@ -123,10 +124,10 @@ async def test_blocks_budgets_and_concurrency_hold_hosts_until_lifted(crawl: Cra
 
     assert await dispatcher.dispatch_once() == 1
     report = await crawl.call(crawl.client.lookup_url, "http://blocked.example/")
-    assert any("blocked until" in reason for reason in report["held_by"])  # type: ignore[attr-defined]
-    assert report["next_fetch_at_ms"] > time.time() * 1000 + 3_000_000  # type: ignore[operator]
+    assert any("blocked until" in reason for reason in report["held_by"])
+    assert report["next_fetch_at_ms"] > time.time() * 1000 + 3_000_000
     spent = await crawl.call(crawl.client.lookup_url, "http://spent.example/")
-    assert any("budget is spent (0 of 0" in reason for reason in spent["held_by"])  # type: ignore[attr-defined]
+    assert any("budget is spent (0 of 0" in reason for reason in spent["held_by"])
 
     await crawl.call(crawl.client.set_host_policy, "blocked.example", blocked_until_ms=0)
     await crawl.call(crawl.client.set_host_policy, "spent.example", budget=-1)
@@ -149,7 +150,7 @@ async def test_a_budget_counts_fetched_pages_and_requests_in_flight(crawl: Crawl
             3, 10.0,
         )
     assert await dispatcher.dispatch_once() == 0
-    (policy,) = (await crawl.call(crawl.client.host_policies, ["small.example"]))["policies"]  # type: ignore[misc]
+    (policy,) = (await crawl.call(crawl.client.host_policies, ["small.example"]))["policies"]
     assert policy["fetched"] == 2
 
 
@@ -172,7 +173,7 @@ async def test_a_delay_goes_to_the_fetcher_and_spaces_the_hosts_requests(crawl: 
     assert await dispatcher.dispatch_once() == 0  # the fetcher's gap was 1 s, the policy's 30 s wins
     waiting = ({"http://slow.example/a", "http://slow.example/b"} - {request.url}).pop()
     report = await crawl.call(crawl.client.lookup_url, waiting)
-    assert any("politeness gap" in reason for reason in report["held_by"])  # type: ignore[attr-defined]
+    assert any("politeness gap" in reason for reason in report["held_by"])
 
 
 async def test_a_partitioned_host_is_keyed_by_group_with_one_slot_each(crawl: Crawl, scheduler_db: Database) -> None:
@@ -205,7 +206,7 @@ async def test_a_removed_site_waits_until_it_is_added_again(crawl: Crawl) -> Non
 
     dispatcher = crawl.dispatcher()
     assert await dispatcher.dispatch_once() == 1
-    sites = {s["host"]: s for s in (await crawl.call(crawl.client.list_sites))["hosts"]}  # type: ignore[union-attr]
+    sites = {s["host"]: s for s in (await crawl.call(crawl.client.list_sites))["hosts"]}
     assert set(sites) == {"gone.example", "kept.example"}
     assert sites["gone.example"]["policy"]["removed"] and sites["gone.example"]["queued"] == 1
 
@@ -224,12 +225,12 @@ async def test_a_crawl_goal_set_here_replaces_the_settings_and_reset_restores_th
     async with serve_admin(scheduler_db, crawl.frontier, settings=settings) as (address, state):
         with AdminClient(address, token=TOKEN) as client:
             shown = await asyncio.to_thread(client.crawl_goal)
-            assert shown["source"] == "settings" and shown["goal"]["policy"] == "r2"  # type: ignore[index]
+            assert shown["source"] == "settings" and shown["goal"]["policy"] == "r2"
 
             goal = await asyncio.to_thread(client.set_crawl_goal, "r1", "documents", ["b.example", "c.example"],
                                            budget=4, step=1, parallel=1)
-            assert goal["source"] == "admin" and goal["goal"]["sites"] == ["b.example", "c.example"]  # type: ignore[index]
-            assert [s["chosen"] for s in goal["sites"]] == [True, False]  # type: ignore[union-attr,index]
+            assert goal["source"] == "admin" and goal["goal"]["sites"] == ["b.example", "c.example"]
+            assert [s["chosen"] for s in goal["sites"]] == [True, False]
 
             dispatcher = Dispatcher(crawl.frontier, crawl.producer, settings, lambda: ALL_PARTITIONS,
                                     policies=state.policies, goal=state.goal)
@@ -241,6 +242,6 @@ async def test_a_crawl_goal_set_here_replaces_the_settings_and_reset_restores_th
                 await asyncio.to_thread(client.set_crawl_goal, "r9", "documents", ["x.example"])
 
             stopped = await asyncio.to_thread(client.set_crawl_goal, "")
-            assert stopped["source"] == "admin" and stopped["goal"]["policy"] == "" and stopped["sites"] == []  # type: ignore[index]
+            assert stopped["source"] == "admin" and stopped["goal"]["policy"] == "" and stopped["sites"] == []
             reset = await asyncio.to_thread(client.set_crawl_goal, reset=True)
-            assert reset["source"] == "settings" and reset["goal"]["sites"] == ["a.example"]  # type: ignore[index]
+            assert reset["source"] == "settings" and reset["goal"]["sites"] == ["a.example"]

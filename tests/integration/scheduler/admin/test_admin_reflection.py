@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import pytest
 from google.protobuf import descriptor_pool, json_format, message_factory
+from google.protobuf.message import Message
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from libs.common.db.pool import Database
@@ -41,7 +42,7 @@ class ReflectionClient:
         described = self._pool.FindServiceByName(service).methods_by_name[method]
         request_class = message_factory.GetMessageClass(described.input_type)
         response_class = message_factory.GetMessageClass(described.output_type)
-        call = self._channel.unary_unary(
+        call: grpc.UnaryUnaryMultiCallable[Message, Message] = self._channel.unary_unary(
             f"/{service}/{method}",
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=response_class.FromString,
@@ -59,7 +60,7 @@ def explore(address: str) -> dict[str, Any]:
             anonymous.call("trawl.v1.AdminService", "GetCrawlStats", {})
             refused = None
         except grpc.RpcError as exc:
-            refused = exc.code()  # type: ignore[attr-defined]
+            refused = exc.code()
         client = ReflectionClient(channel, (("authorization", f"Bearer {TOKEN}"),))
         seeds = client.call("trawl.v1.AdminService", "AddSeeds",
                             {"urls": ["http://a.example/", "http://b.example/x", "mailto:x@y"]})
