@@ -46,6 +46,7 @@ from libs.common.db.settings import DatabaseSettings
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint
 from libs.localinfra import LocalPostgres
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.store import Dispatched, FrontierStore, NewUrl, Outcome, Priority
 from services.scheduler.settings import SchedulerSettings
 
@@ -138,7 +139,7 @@ async def load_template(server: LocalPostgres, urls: int, hosts: int) -> None:
     db = Database(DatabaseSettings(dsn=dsn), "bench-frontier-load")
     await db.start()
     try:
-        store = FrontierStore(db, PARTITIONS)
+        store = FrontierStore(db, PARTITIONS, listeners=[GoalSites(db)])
         for part in chunks(priorities, LOAD_CHUNK):
             await store.set_priorities(part)
         for part in chunks(new, LOAD_CHUNK):
@@ -169,7 +170,7 @@ class Runs:
             db = Database(DatabaseSettings(dsn=dsn), f"bench-{self._label}")
             await db.start()
             try:
-                store = FrontierStore(db, PARTITIONS)
+                store = FrontierStore(db, PARTITIONS, listeners=[GoalSites(db)])
                 dispatched, dispatch_s, outcome_s = 0, 0.0, 0.0
                 for _ in range(self._rounds):
                     started = time.perf_counter()

@@ -77,6 +77,7 @@ from libs.common.topics import ALL_TOPICS, FETCH_OUTCOMES, FETCH_REQUESTS
 from libs.common.url_keys import normalized_fingerprint
 from libs.common.wire import messages as pb
 from libs.localinfra import LocalBroker, LocalPostgres, create_database, create_topics, drop_database, free_port
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.host_heads import BACKFILL
 from services.scheduler.frontier.store import FrontierStore
 from services.scheduler.settings import SchedulerSettings
@@ -342,7 +343,7 @@ async def baseline_run(dsn: str, args: Any) -> Sample:
     db = Database(DatabaseSettings(dsn=dsn), "bench-scheduler-baseline")
     await db.start()
     try:
-        store = FrontierStore(db, PARTITIONS)
+        store = FrontierStore(db, PARTITIONS, listeners=[GoalSites(db)])
         done, rounds, started, first = 0, 0, 0.0, 0
         while done < args.baseline_requests or rounds < 2:
             rows = await dispatch_per_host(db, store, args.batch)

@@ -26,8 +26,10 @@ from collections.abc import Callable
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.wire import messages as pb
+from services.scheduler.admin.pause import PauseFlag
 from services.scheduler.bandits.allocator import RECENT_PAGES, BanditAllocator, allocator_from_settings
 from services.scheduler.bandits.goal import LiveGoal
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.host_policies import HostPolicyStore, PolicyRules
 from services.scheduler.frontier.store import FrontierStore
 from services.scheduler.recovery.unsent_requests import UnsentRequests
@@ -48,12 +50,16 @@ class Dispatcher:
         producer: TopicProducer,
         settings: SchedulerSettings,
         owned_partitions: Callable[[], set[int]],
+        goal_sites: GoalSites,
+        pause: PauseFlag,
         policies: HostPolicyStore | None = None,
         goal: LiveGoal | None = None,
         unsent: UnsentRequests | None = None,
         sent: SentUrls | None = None,
     ) -> None:
         self._store = store
+        self._goal_sites = goal_sites
+        self._pause = pause
         self._sent = sent
         self._unsent = unsent
         self._policies = policies
@@ -81,7 +87,7 @@ class Dispatcher:
     async def prepare(self) -> None:
         """Applies the settings to the tables: the crawl goal's sites, the large hosts' slots."""
         if self._allocator is not None:
-            await self._store.register_goal_sites(self._allocator.sites)
+            await self._goal_sites.register(self._allocator.sites)
         await self._store.set_host_slots(sorted(self._keys.hosts), self._keys.groups)
         self._slot_groups = None  # the policies' large hosts get their slots back at the next round
 
@@ -140,7 +146,7 @@ class Dispatcher:
                     pass
 
     async def dispatch_once(self) -> int:
-        if await self._store.is_paused():
+        if await self._pause.is_paused():
             return 0
         rules = await self._policy_rules()
         out = await self._store.in_flight_recent(IN_FLIGHT_RECOUNT_SECONDS)
@@ -195,5 +201,5 @@ class Dispatcher:
         allocator: BanditAllocator | None = self._allocator if self._goal is None else await self._goal.current()
         if allocator is None:
             return []
-        states = await self._store.goal_site_states(allocator.sites, allocator.goal, RECENT_PAGES)
+        states = await self._goal_sites.states(allocator.sites, allocator.goal, RECENT_PAGES)
         return allocator.held(states)

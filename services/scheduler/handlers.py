@@ -12,6 +12,7 @@ from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDAT
 from libs.common.url_keys import normalized_fingerprint, normalized_host
 from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.priority import crawl_priority
 from services.scheduler.frontier.store import FrontierStore, NewUrl, Outcome, Priority, utc_from_ms
 from services.scheduler.sent_urls import SentUrls
@@ -62,9 +63,11 @@ class SchedulerHandler:
 
     def __init__(
         self, store: FrontierStore, settings: SchedulerSettings, on_change: Callable[[], None] = lambda: None,
-        sent: SentUrls | None = None,
+        sent: SentUrls | None = None, goal_sites: GoalSites | None = None,
     ) -> None:
+        """``goal_sites``: where pages' external links are credited (None: a crawl that keeps no goal's statistics)."""
         self._store = store
+        self._goal_sites = goal_sites
         self._settings = settings
         self._on_change = on_change
         self._sent = sent  # the dispatcher's requests: their outcomes' URLs are normalised already
@@ -121,7 +124,7 @@ class SchedulerHandler:
             await self._store.apply_outcomes(
                 outcomes, self._settings.max_attempts, self._settings.retry_base_seconds
             )
-        if external:
-            await self._store.credit_link_counts(external)
+        if external and self._goal_sites is not None:
+            await self._goal_sites.credit_link_counts(external)
         if new or outcomes:
             self._on_change()  # hosts were freed or URLs queued: dispatch now, not at the next tick

@@ -24,6 +24,7 @@ from libs.common.topics import (
 )
 from services.scheduler.admin.api import SERVICE_NAME, AdminApi, AdminState, registrar
 from services.scheduler.admin.topics import topic_stats
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.clock import ClockSettings, clock_from
 from services.scheduler.dispatcher import Dispatcher
 from services.scheduler.freshness.components import build_freshness
@@ -51,8 +52,10 @@ async def build(env: Mapping[str, str]) -> Service:
     clock = clock_from(load_settings(ClockSettings, env))
     weights = load_settings(PriorityWeights, env)
     freshness = build_freshness(db, load_settings(FreshnessSettings, env), weights, clock)
+    goal_sites = GoalSites(db)
     store = FrontierStore(db, FETCH_REQUESTS.partitions, clock=clock, revisits=freshness.hook, weights=weights,
-                          queue_depth=settings.host_queue_depth, dispatch_ahead=settings.dispatch_ahead)
+                          queue_depth=settings.host_queue_depth, dispatch_ahead=settings.dispatch_ahead,
+                          listeners=[goal_sites])
     producer = TopicProducer(kafka, "scheduler")
     sent = SentUrls(2 * settings.max_in_flight + settings.dispatch_batch)
     consumer = TopicConsumer(
@@ -60,7 +63,7 @@ async def build(env: Mapping[str, str]) -> Service:
         service="scheduler",
         group_id=settings.group_id,
         topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES, PAGE_LINK_COUNTS],
-        handler=SchedulerHandler(store, settings, lambda: dispatcher.wake(), sent=sent),
+        handler=SchedulerHandler(store, settings, lambda: dispatcher.wake(), sent=sent, goal_sites=goal_sites),
         producer=producer,
         batch_size=settings.consumer_batch,
         batch_wait=settings.consumer_wait,
@@ -70,6 +73,7 @@ async def build(env: Mapping[str, str]) -> Service:
     admin = AdminState.on(db, store, settings, FETCH_REQUESTS.partitions)
     unsent = UnsentRequests(db, kafka, settings.unsent_check_seconds, loss=BrokerLoss(db, kafka, producer))
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),
+                            goal_sites, admin.pause,
                             policies=admin.policies, goal=admin.goal, unsent=unsent, sent=sent)
     api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),
                    explain=freshness.explainer.explain)

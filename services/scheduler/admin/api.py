@@ -24,11 +24,13 @@ from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
 from services.scheduler.admin import other_state as other
 from services.scheduler.admin.messages import goal_message, goal_spec, host_message, ms, policy_changes, policy_message
+from services.scheduler.admin.pause import PauseFlag
 from services.scheduler.admin.store import HOST_ORDER, AdminStore
 from services.scheduler.admin.topics import TopicRow
 from services.scheduler.admin.url_report import url_report
 from services.scheduler.bandits.allocator import RECENT_PAGES
 from services.scheduler.bandits.goal import GoalStore, LiveGoal
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.host_policies import HostPolicyStore
 from services.scheduler.frontier.store import FrontierStore, NewUrl
 from services.scheduler.settings import SchedulerSettings
@@ -53,12 +55,14 @@ class AdminState:
     policies: HostPolicyStore
     goals: GoalStore
     goal: LiveGoal
+    goal_sites: GoalSites
+    pause: PauseFlag
 
     @classmethod
     def on(cls, db: Database, frontier: FrontierStore, settings: SchedulerSettings, partitions: int) -> AdminState:
-        goals = GoalStore(db)
-        live = LiveGoal(goals, frontier, settings)
-        return cls(frontier, AdminStore(db), HostPolicyStore(db, partitions), goals, live)
+        goals, sites = GoalStore(db), GoalSites(db)
+        live = LiveGoal(goals, sites, settings)
+        return cls(frontier, AdminStore(db), HostPolicyStore(db, partitions), goals, live, sites, PauseFlag(db))
 
 
 def _limit(asked: int, default: int, most: int) -> int:
@@ -82,6 +86,8 @@ class AdminApi(admin_grpc.AdminServiceServicer):
         self._db = db
         self._state = state
         self._store = state.frontier
+        self._pause = state.pause
+        self._goal_sites = state.goal_sites
         self._on_change = on_change
         self._topic_stats = topic_stats
         self._explain = explain
@@ -160,23 +166,23 @@ class AdminApi(admin_grpc.AdminServiceServicer):
     # -- pause, resume, drain -----------------------------------------------------------
 
     async def _crawl_state(self) -> admin_pb.CrawlState:
-        paused = await self._store.is_paused()
+        paused = await self._pause.is_paused()
         in_flight = await self._store.in_flight()
         return admin_pb.CrawlState(paused=paused, in_flight=in_flight, drained=paused and in_flight == 0)
 
     async def PauseCrawl(self, request: admin_pb.PauseCrawlRequest, context: Context) -> admin_pb.CrawlState:
-        await self._store.set_paused(True)
+        await self._pause.set_paused(True)
         log.info("crawl paused")
         return await self._crawl_state()
 
     async def ResumeCrawl(self, request: admin_pb.ResumeCrawlRequest, context: Context) -> admin_pb.CrawlState:
-        await self._store.set_paused(False)
+        await self._pause.set_paused(False)
         self._on_change()
         log.info("crawl resumed")
         return await self._crawl_state()
 
     async def DrainCrawl(self, request: admin_pb.DrainCrawlRequest, context: Context) -> admin_pb.CrawlState:
-        await self._store.set_paused(True)
+        await self._pause.set_paused(True)
         log.info("crawl draining: paused, waiting up to %.0fs for requests in flight", request.wait_seconds)
         deadline = time.monotonic() + min(max(request.wait_seconds, 0.0), MAX_DRAIN_WAIT)
         state = await self._crawl_state()
@@ -229,10 +235,10 @@ class AdminApi(admin_grpc.AdminServiceServicer):
         goal_holds = False
         allocator = await self._state.goal.current()
         if row is not None and row.status == "queued" and allocator is not None and host in allocator.sites:
-            states = await self._store.goal_site_states(allocator.sites, allocator.goal, RECENT_PAGES)
+            states = await self._goal_sites.states(allocator.sites, allocator.goal, RECENT_PAGES)
             goal_holds = host in allocator.held(states)
         return await url_report(
-            self._db, url, fp, row, policies[0] if policies else None, await self._store.is_paused(), goal_holds,
+            self._db, url, fp, row, policies[0] if policies else None, await self._pause.is_paused(), goal_holds,
             _limit(request.history_limit, 20, 1000),
         )
 
@@ -267,7 +273,7 @@ class AdminApi(admin_grpc.AdminServiceServicer):
     async def GetCrawlStats(self, request: admin_pb.GetCrawlStatsRequest, context: Context) -> admin_pb.CrawlStats:
         counts = await self._store.status_counts()
         return admin_pb.CrawlStats(
-            paused=await self._store.is_paused(),
+            paused=await self._pause.is_paused(),
             frontier=[admin_pb.StatusCount(status=s, count=n) for s, n in sorted(counts.items())],
             in_flight=counts.get("in_flight", 0),
             hosts=await self._store.host_count(),
@@ -313,8 +319,8 @@ class AdminApi(admin_grpc.AdminServiceServicer):
         allocator = spec.allocator() if spec.policy else None
         if allocator is None:
             return out
-        await self._store.register_goal_sites(allocator.sites)
-        states = await self._store.goal_site_states(allocator.sites, allocator.goal, RECENT_PAGES)
+        await self._goal_sites.register(allocator.sites)
+        states = await self._goal_sites.states(allocator.sites, allocator.goal, RECENT_PAGES)
         chosen = set(allocator.allowed(states))
         by_site = {s.site: s for s in states}
         for site in allocator.sites:

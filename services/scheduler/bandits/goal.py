@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from libs.common.db.pool import Database
 from libs.common.settings import SettingsError
 from services.scheduler.bandits.allocator import BanditAllocator, allocator_from_settings
-from services.scheduler.frontier.store import FrontierStore
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
@@ -84,9 +84,9 @@ class GoalStore:
 class LiveGoal:
     """The goal's allocator for this round; registers a new goal's sites before it is used."""
 
-    def __init__(self, goals: GoalStore, frontier: FrontierStore, settings: SchedulerSettings) -> None:
+    def __init__(self, goals: GoalStore, sites: GoalSites, settings: SchedulerSettings) -> None:
         self._goals = goals
-        self._frontier = frontier
+        self._sites = sites
         self._default = GoalSpec.from_settings(settings)
         self._stored: str | None = None
         self._allocator: BanditAllocator | None = None
@@ -113,7 +113,7 @@ class LiveGoal:
                 spec = self._default
         allocator = spec.allocator()
         if allocator is not None:
-            await self._frontier.register_goal_sites(allocator.sites)
+            await self._sites.register(allocator.sites)
         self._stored, self._allocator, self._built = stored, allocator, True
         log.info("crawl goal in force: %s", spec.to_json() if allocator else "none")
         return allocator

@@ -1,10 +1,10 @@
 """The frontier's revisit hook: plans each fetched page's next fetch, inside the outcome's transaction.
 
 :class:`~services.scheduler.frontier.store.FrontierStore` calls it on the connection of its own
-transactions:
+transactions, as its revisit planner and one of its listeners (``frontier/listeners.py``):
 
 - :meth:`RevisitHook.plan_fetched` before fetch outcomes move pages to ``fetched`` (the
-  outcome's update writes the plan) and :meth:`RevisitHook.save_fetched` after, for those
+  outcome's update writes the plan) and :meth:`RevisitHook.outcomes_applied` after, for those
   applied (:meth:`RevisitHook.fetched` plans and writes after the fact): the page's
   visit history moves on one fetch, and its next fetch is planned (``revisits``) with the
   current model generation: a hub with a model by its key's curve, a hub without one by its
@@ -47,8 +47,9 @@ from services.scheduler.freshness.store import (
     save_page_states_unchanged,
     seen_page_states,
 )
+from services.scheduler.frontier.listeners import AppliedOutcomes, FetchedPage, RevisitPlan
 from services.scheduler.frontier.priority import PriorityWeights, priority_sql
-from services.scheduler.frontier.store import NEVER, FetchedPage, RevisitPlan
+from services.scheduler.frontier.store import NEVER
 
 log = logging.getLogger(__name__)
 VERSIONS = 100  # newest content versions a page's change rate is estimated from
@@ -161,6 +162,11 @@ class RevisitHook:
             due, p, gain = self._plan_row(plan, state.hub_key is not None)
             plans[page.url_fp] = _Planned(due, p, gain, state, seen.get(page.url_fp))
         return plans
+
+    async def outcomes_applied(self, conn: Conn, applied: AppliedOutcomes) -> None:
+        """The frontier applied outcomes: the pages now fetched keep the states their plans were made from."""
+        if applied.fetched:
+            await self.save_fetched(conn, applied.plans, applied.fetched)
 
     async def save_fetched(self, conn: Conn, plans: Mapping[int, RevisitPlan], pages: Sequence[FetchedPage]) -> None:
         """Saves the page states :meth:`plan_fetched` made, for the ``pages`` whose outcome applied.

@@ -4,10 +4,10 @@ Every write is idempotent, so a redelivered message changes nothing: discoveries
 or ignore, priorities overwrite, and an outcome only applies to the request it answers
 (matched by request id while the URL is in flight).
 
-Two hooks leave the crawl as it was unless they are switched on: the statistics of a crawl
-goal's sites (``services/scheduler/bandits/arm_store.py``, recorded in the same
-transactions as outcomes and discoveries, only for registered sites), and large hosts
-with several request slots (``set_host_slots``): up to ``slots`` requests of such a host in
+Policies meet the frontier through its listeners (``listeners.py``): told of discoveries and
+applied outcomes inside the same transactions, they keep a crawl goal's site statistics
+(``services/scheduler/bandits/goal_sites.py``) and the freshness revisit plans. Large hosts may
+have several request slots (``set_host_slots``): up to ``slots`` requests of such a host in
 flight, their starts spaced by the host's politeness gap as the fetcher last reported it.
 
 Revisits: a fetched page keeps status ``fetched`` with ``next_fetch_at`` at its planned revisit
@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from psycopg import AsyncConnection
 
@@ -32,10 +32,16 @@ from libs.common.db.pool import Database
 from libs.common.kafka.partitioner import partition_for
 from libs.common.url_keys import normalized_fingerprint, normalized_host
 from libs.common.urls import InvalidUrl, normalize_url
-from services.scheduler.bandits import arm_store
-from services.scheduler.bandits.allocator import ArmState
 from services.scheduler.clock import SchedulerClock, SystemClock
 from services.scheduler.frontier import host_heads
+from services.scheduler.frontier.listeners import (
+    AppliedOutcomes,
+    EndedFetch,
+    FetchedPage,
+    FrontierListener,
+    RevisitPlan,
+    RevisitPlanning,
+)
 from services.scheduler.frontier.priority import PriorityWeights, priority_sql
 
 
@@ -91,40 +97,6 @@ class Dispatched:
     etag: str | None = None  # the validators of the page's last capture, for a conditional revisit
     last_modified: str | None = None
     validated_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class FetchedPage:
-    url_fp: int
-    url: str
-    host: str
-    unchanged_at: datetime | None = None  # fetched with a 304 at this time: the page was seen unchanged
-
-
-@dataclass(frozen=True)
-class RevisitPlan:
-    """A fetched page's next fetch, written by the update that applies its outcome."""
-
-    due: datetime
-    change_probability: float
-    freshness_gain: float
-
-
-class RevisitPlanning(Protocol):
-    """Plans the next fetch of fetched pages, on the frontier transaction's connection.
-
-    ``plan_fetched`` before the outcomes are applied (it locks nothing), for every page an
-    outcome reports fetched; ``save_fetched`` after, for the pages whose outcome applied (their
-    frontier rows locked), with the plans it was given.
-    """
-
-    async def plan_fetched(self, conn: AsyncConnection[Any], pages: Sequence[FetchedPage]) -> Mapping[int, RevisitPlan]:
-        ...
-
-    async def save_fetched(self, conn: AsyncConnection[Any], plans: Mapping[int, RevisitPlan],
-                           pages: Sequence[FetchedPage]) -> None: ...
-
-    async def discovered(self, conn: AsyncConnection[Any], found: Mapping[int, tuple[str, int]]) -> None: ...
 
 
 NOT_MODIFIED = "FETCH_STATUS_NOT_MODIFIED"  # Outcome.outcome of a 304 to a conditional revisit
@@ -243,9 +215,10 @@ often handed out before its new pages' cash is announced)."""
 class FrontierStore:
     def __init__(self, db: Database, partitions: int, clock: SchedulerClock | None = None,
                  revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None,
-                 queue_depth: int = 1, dispatch_ahead: float = 0.0) -> None:
+                 queue_depth: int = 1, dispatch_ahead: float = 0.0, listeners: Sequence[FrontierListener] = ()) -> None:
         """``dispatch_ahead``: seconds before a one-slot host's next allowed time it may be handed a request
-        (the fetcher holds it until the gap has passed)."""
+        (the fetcher holds it until the gap has passed). ``listeners`` are told of discoveries and applied
+        outcomes, in order, then ``revisits`` (a listener too)."""
         if queue_depth < 1:
             raise ValueError(f"a host's queue depth is at least 1, not {queue_depth}")
         self._db = db
@@ -255,6 +228,7 @@ class FrontierStore:
         self._partitions = partitions
         self._clock = clock or SystemClock()
         self._revisits = revisits
+        self._listeners: tuple[FrontierListener, ...] = (*listeners, *([revisits] if revisits is not None else []))
         self._weights = weights or PriorityWeights()
         self._in_flight: int | None = None  # the last in-flight count, kept up to date (in_flight_recent)
         self._in_flight_counted = 0.0
@@ -301,9 +275,8 @@ class FrontierStore:
             admitted = {int(r[0]) for r in await cur.fetchall()}
             await _reweigh_paths(conn, rows)
             found = _found_on(rows, admitted)
-            await arm_store.credit_discoveries(conn, found)
-            if self._revisits is not None:
-                await self._revisits.discovered(conn, found)
+            for listener in self._listeners:
+                await listener.discovered(conn, found)
             return len(admitted)
 
     async def set_priorities(self, rows: Sequence[Priority]) -> None:
@@ -362,13 +335,13 @@ class FrontierStore:
                 },
             )
             done = sorted((int(fp), str(url), str(host), str(status)) for fp, url, host, status in await cur.fetchall())
-            ended = [(fp, host, status == "fetched") for fp, _url, host, status in done if status in _FINAL]
+            ended = [EndedFetch(fp, host, status == "fetched") for fp, _url, host, status in done if status in _FINAL]
             unchanged = {o.url_fp: o.fetched_at for o in unique if o.not_modified}
             fetched = [FetchedPage(fp, url, host, unchanged.get(fp)) for fp, url, host, status in done
                        if status == "fetched"]
-            await arm_store.record_pulls(conn, ended)
-            if self._revisits is not None and fetched:
-                await self._revisits.save_fetched(conn, plans, fetched)
+            applied = AppliedOutcomes(ended, fetched, plans)
+            for listener in self._listeners:
+                await listener.outcomes_applied(conn, applied)
         self._booked(-len(done))
         return len(done)
 
@@ -424,20 +397,6 @@ class FrontierStore:
             )
             return {str(segment): int(n) for segment, n in await cur.fetchall()}
 
-    async def register_goal_sites(self, sites: Sequence[str]) -> None:
-        """Makes ``sites`` arms of the crawl goal: their pages are recorded from now on."""
-        async with self._db.transaction() as conn:
-            await arm_store.register_sites(conn, sites)
-
-    async def credit_link_counts(self, external: Mapping[int, tuple[str, int]]) -> None:
-        """Credits pages of the goal's sites with their external links (page fp -> (host, links))."""
-        async with self._db.transaction() as conn:
-            await arm_store.credit_link_counts(conn, external)
-
-    async def goal_site_states(self, sites: Sequence[str], goal: str, recent: int) -> list[ArmState]:
-        async with self._db.connection() as conn:
-            return await arm_store.arm_states(conn, sites, goal, recent)
-
     async def in_flight(self) -> int:
         """Requests in flight over the whole frontier, counted."""
         async with self._db.connection() as conn:
@@ -480,20 +439,6 @@ class FrontierStore:
                 )
         self._booked(-len(hosts))
         return len(hosts)
-
-    async def is_paused(self) -> bool:
-        async with self._db.connection() as conn:
-            cur = await conn.execute("SELECT value FROM scheduler.state WHERE key = 'paused'")
-            row = await cur.fetchone()
-            return bool(row and row[0] == "true")
-
-    async def set_paused(self, paused: bool) -> None:
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO scheduler.state (key, value) VALUES ('paused', %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                ("true" if paused else "false",),
-            )
 
     async def status_counts(self) -> dict[str, int]:
         async with self._db.connection() as conn:

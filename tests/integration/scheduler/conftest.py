@@ -11,6 +11,7 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.topics import FETCH_REQUESTS
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.store import FrontierStore
 
 
@@ -27,6 +28,11 @@ async def scheduler_db(fresh_db: str) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-def frontier(scheduler_db: Database) -> FrontierStore:
+def goal_sites(scheduler_db: Database) -> GoalSites:
+    return GoalSites(scheduler_db)
+
+
+@pytest.fixture
+def frontier(scheduler_db: Database, goal_sites: GoalSites) -> FrontierStore:
     """The frontier, hosts spread over as many partitions as fetch requests have."""
-    return FrontierStore(scheduler_db, FETCH_REQUESTS.partitions)
+    return FrontierStore(scheduler_db, FETCH_REQUESTS.partitions, listeners=[goal_sites])

@@ -11,6 +11,7 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.topics import FETCH_REQUESTS
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.store import FrontierStore
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "services" / "scheduler" / "migrations"
@@ -28,5 +29,10 @@ async def scheduler_db(fresh_db: str) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-def frontier(scheduler_db: Database) -> FrontierStore:
-    return FrontierStore(scheduler_db, FETCH_REQUESTS.partitions)
+def goal_sites(scheduler_db: Database) -> GoalSites:
+    return GoalSites(scheduler_db)
+
+
+@pytest.fixture
+def frontier(scheduler_db: Database, goal_sites: GoalSites) -> FrontierStore:
+    return FrontierStore(scheduler_db, FETCH_REQUESTS.partitions, listeners=[goal_sites])

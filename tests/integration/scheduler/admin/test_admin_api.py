@@ -24,6 +24,7 @@ from libs.common.urls import url_fingerprint
 from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
 from services.scheduler.admin.api import MAX_SEEDS_PER_CALL, SERVICE_NAME, AdminApi, AdminState, TopicStats, registrar
+from services.scheduler.admin.pause import PauseFlag
 from services.scheduler.frontier.store import FrontierStore, Outcome
 from services.scheduler.settings import SchedulerSettings
 
@@ -126,15 +127,16 @@ async def test_too_many_seeds_in_one_call_is_an_invalid_argument(admin: Admin) -
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_pause_and_resume(admin: Admin, frontier: FrontierStore) -> None:
+async def test_pause_and_resume(admin: Admin, scheduler_db: Database) -> None:
+    flag = PauseFlag(scheduler_db)
     assert not (await asyncio.to_thread(admin.client.stats))["paused"]
 
     assert await asyncio.to_thread(admin.client.pause, True) is True
-    assert await frontier.is_paused()
+    assert await flag.is_paused()
     assert (await asyncio.to_thread(admin.client.stats))["paused"]
 
     assert await asyncio.to_thread(admin.client.pause, False) is False
-    assert not await frontier.is_paused()
+    assert not await flag.is_paused()
     assert not (await asyncio.to_thread(admin.client.stats))["paused"]
     assert admin.wakes == 1  # resuming wakes the dispatcher
 

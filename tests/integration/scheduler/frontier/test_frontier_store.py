@@ -358,15 +358,6 @@ async def test_expired_leases_are_queued_again(frontier: FrontierStore, schedule
     assert {d.request_id for d in again}.isdisjoint({d.request_id for d in sent})
 
 
-async def test_pause_flag(frontier: FrontierStore) -> None:
-    assert not await frontier.is_paused()
-    await frontier.set_paused(True)
-    assert await frontier.is_paused()
-    await frontier.set_paused(True)
-    assert await frontier.is_paused()
-    await frontier.set_paused(False)
-    assert not await frontier.is_paused()
-
 
 async def test_the_recent_in_flight_count_follows_rounds_and_outcomes_and_others_at_the_next_count(
     frontier: FrontierStore, scheduler_db: Database,
