@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from libs.common.db.pool import Database
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.settings import load_settings
@@ -15,6 +16,8 @@ from libs.common.topics import FETCH_REQUESTS
 from libs.common.urls import url_fingerprint, url_host
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
+from services.scheduler.admin.pause import PauseFlag
+from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.dispatcher import Dispatcher
 from services.scheduler.frontier.store import FrontierStore, NewUrl
 from services.scheduler.settings import SchedulerSettings
@@ -62,7 +65,8 @@ def new(url: str) -> NewUrl:
 
 
 async def test_the_goal_holds_sites_and_a_large_host_is_keyed_by_group(
-    frontier: FrontierStore, producer: TopicProducer, kafka: KafkaSettings
+    frontier: FrontierStore, goal_sites: GoalSites, scheduler_db: Database, producer: TopicProducer,
+    kafka: KafkaSettings,
 ) -> None:
     settings = load_settings(
         SchedulerSettings,
@@ -74,7 +78,8 @@ async def test_the_goal_holds_sites_and_a_large_host_is_keyed_by_group(
         large_hosts=("big.example",),
         large_host_groups=2,
     )
-    dispatcher = Dispatcher(frontier, producer, settings, lambda: set(range(FETCH_REQUESTS.partitions)))
+    dispatcher = Dispatcher(frontier, producer, settings, lambda: set(range(FETCH_REQUESTS.partitions)), goal_sites,
+                            PauseFlag(scheduler_db))
     await dispatcher.prepare()
     urls = [
         "http://a.example/",

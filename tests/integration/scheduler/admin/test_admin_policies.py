@@ -45,7 +45,7 @@ class Crawl:
 
     def dispatcher(self, settings: SchedulerSettings | None = None) -> Dispatcher:
         return Dispatcher(self.frontier, self.producer, settings or SchedulerSettings(), lambda: ALL_PARTITIONS,
-                          policies=self.state.policies, goal=self.state.goal)
+                          self.state.goal_sites, self.state.pause, policies=self.state.policies, goal=self.state.goal)
 
     async def call(self, method: Callable[..., dict[str, Any]], *args: object, **kwargs: object) -> dict[str, Any]:
         return await asyncio.to_thread(method, *args, **kwargs)
@@ -233,7 +233,7 @@ async def test_a_crawl_goal_set_here_replaces_the_settings_and_reset_restores_th
             assert [s["chosen"] for s in goal["sites"]] == [True, False]
 
             dispatcher = Dispatcher(crawl.frontier, crawl.producer, settings, lambda: ALL_PARTITIONS,
-                                    policies=state.policies, goal=state.goal)
+                                    state.goal_sites, state.pause, policies=state.policies, goal=state.goal)
             await dispatcher.prepare()
             assert await dispatcher.dispatch_once() == 2  # a (no longer a goal site) and b (r1 starts there)
             assert {r.host for _k, r in crawl.sent(2)} == {"a.example", "b.example"}
