@@ -23,17 +23,9 @@ from services.scheduler.freshness.registry import ModelRegistry
 from services.scheduler.freshness.revisit_hook import RevisitHook
 from services.scheduler.freshness.settings import FreshnessSettings
 from services.scheduler.freshness.store import Conn, GenerationStore, Hub, page_states
+from services.scheduler.frontier.listeners import FetchedPage, RevisitPlan
 from services.scheduler.frontier.priority import PriorityWeights
-from services.scheduler.frontier.store import (
-    NEVER,
-    Dispatched,
-    FetchedPage,
-    FrontierStore,
-    NewUrl,
-    Outcome,
-    Priority,
-    RevisitPlan,
-)
+from services.scheduler.frontier.store import NEVER, Dispatched, FrontierStore, NewUrl, Outcome, Priority
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
