@@ -25,6 +25,7 @@ Servers get validators wrong in a few known ways, each handled here and counted 
 from __future__ import annotations
 
 import email.utils
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,14 +50,13 @@ VALIDATOR_EVENTS = Counter(
 )
 REASONS = ("not_modified", "changed", "ignored", "weak_etag", "broken_etag", "broken_last_modified",
            "unsolicited_304", "304_with_body")
-for _reason in REASONS:  # every reason exported at zero from the start
-    VALIDATOR_EVENTS.labels(_reason)
+_EVENTS = {reason: VALIDATOR_EVENTS.labels(reason) for reason in REASONS}  # every reason exported at zero
 
 _MAX_ETAG = 512
 
 
 def count(reason: str) -> None:
-    VALIDATOR_EVENTS.labels(reason).inc()
+    _EVENTS[reason].inc()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,9 @@ def _opaque(etag: str) -> str:
     return etag[2:] if etag.startswith("W/") else etag
 
 
+@functools.lru_cache(maxsize=16_384)
 def _http_date_ok(text: str) -> bool:
+    """Whether ``text`` reads as an HTTP date; cached: a revisit's date is read when sent, and again in its 304."""
     try:
         return email.utils.parsedate_to_datetime(text) is not None
     except (TypeError, ValueError, IndexError):
