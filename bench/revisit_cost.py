@@ -10,14 +10,25 @@ clock on, ``SimWebProcess.advance``):
 
 A pass is every fetched page made due at once in SQL (as a dispatch round queues revisits whose time
 has come; no revisit the planner makes comes due meanwhile), run until the frontier is idle and every
-consumer group has no lag. Per pass it reports, from the server's request log, the bytes written to the
-fetcher (status line, headers, body) and the statuses, whether every edited page was fetched again with
-a 200 ("found"), and from /proc the CPU seconds of every service, of PostgreSQL and of the broker
-(``bench.proc_usage``), per revisited page, as measured and less what the stack spends idle for as long
-(consumers' polls, timers; measured for ten seconds after the crawl). The simulated web's server is
-shown apart: it is the world, not the crawler. The order of the two passes alternates with ``--repeat``.
+consumer group has no lag ("drained"). Per pass it reports, from the server's request log, the bytes
+written to the fetcher (status line, headers, body) and the statuses, whether every edited page was
+fetched again with a 200 ("found"), and from /proc the CPU seconds of every service, of PostgreSQL and of
+the broker (``bench.proc_usage``), per revisited page, from the pass's start to the moment it was seen
+drained (the seconds spent confirming it, the same idle stack for both passes, are not counted):
 
-    .venv/bin/python -m bench.revisit_cost [--pages 1000] [--hosts 50] [--gzip] [--repeat 1] [--json]
+- as measured ("CPU"), the stack's idle polling and this benchmark's own probes included;
+- less what the idle stack spends for as long under the same probes ("net"): measured after the crawl
+  for each of the two ways the benchmark watches a pass (while the frontier is busy: its counts every
+  0.25 s; once it is idle: the consumer groups' lag too, which costs the broker as much again), and
+  taken off each pass for the seconds it spent watched either way, so both passes lose the same rates.
+
+The simulated web's server is shown apart: it is the world, not the crawler. The order of the two passes
+alternates with ``--repeat``. Pages weigh 9 KB on average (5-30 KB); ``--large-pages`` gives them five
+times the article text (37 KB on average, 14-130 KB: the size of served pages, though text where real
+pages carry markup, so extraction costs more than it would).
+
+    .venv/bin/python -m bench.revisit_cost [--pages 1000] [--hosts 50] [--gzip] [--large-pages] [--repeat 1]
+        [--json]
 """
 
 from __future__ import annotations
@@ -48,7 +59,8 @@ from libs.simweb.request_log import RequestRecord
 
 SYSTEM = (*SERVICES, "postgres", "broker")
 SETTLE_SECONDS = 3.0
-IDLE_SECONDS = 10.0
+IDLE_SECONDS = 8.0  # per way of watching the stack
+PROBE_EVERY = 0.25
 REVISIT_ALL = ("UPDATE scheduler.frontier SET status = 'queued', attempts = 0, next_fetch_at = now()"
                " WHERE status = 'fetched'")
 FORGET_VALIDATORS = "UPDATE scheduler.frontier SET etag = NULL, last_modified = NULL, validated_at = NULL"
@@ -57,11 +69,25 @@ FORGET_VALIDATORS = "UPDATE scheduler.frontier SET etag = NULL, last_modified = 
 TUNING = {**DEMO_TUNING, "TRAWL_FRESHNESS_MIN_INTERVAL": "86400"}
 
 
-def web_config(seed: int, hosts: int, pages: int, edit_ratio: float) -> SimWebConfig:
+LARGE_PAGES = {"paragraphs_median": 80, "paragraphs_range": (30, 300)}  # 37 KB on average, 14-130 KB
+
+
+def web_config(seed: int, hosts: int, pages: int, edit_ratio: float, large_pages: bool = False) -> SimWebConfig:
     """The end-to-end benchmarks' web (no hubs, no Crawl-delay, no robots.txt answering 503), every host
-    honouring validators, ``edit_ratio`` of the pages edited a day."""
+    honouring validators, ``edit_ratio`` of the pages edited a day; ``large_pages``: pages of served size."""
+    sizes: dict[str, Any] = LARGE_PAGES if large_pages else {}
     return SimWebConfig(seed=seed, hosts=hosts, pages=pages, host_size_exponent=0.3, hub_host_ratio=0.0,
-                        crawl_delay_host_ratio=0.0, robots_unavailable_ratio=0.0, page_edit_ratio=edit_ratio)
+                        crawl_delay_host_ratio=0.0, robots_unavailable_ratio=0.0, page_edit_ratio=edit_ratio,
+                        **sizes)
+
+
+@dataclass
+class Drained:
+    """When a pass was first seen drained, its CPU then, and how long it was watched each way until then."""
+
+    at: float
+    cpu: dict[str, float]
+    watched: dict[str, float]  # "frontier": its counts alone; "lag": the consumer groups' lag too
 
 
 @dataclass
@@ -74,10 +100,9 @@ class Pass:
     bytes_sent: int = 0  # every request of the pass, robots.txt included
     edited: int = 0
     found: int = 0  # edited pages fetched with a 200
-    seconds: float = 0.0  # from the revisits' start to the pipeline's settling
-    measured: float = 0.0  # seconds the CPU figures span (the settling period included)
+    seconds: float = 0.0  # from the revisits' start to the pipeline drained: what the CPU figures span
     cpu: dict[str, float] = field(default_factory=dict)
-    idle: dict[str, float] = field(default_factory=dict)  # CPU seconds a second each part spends idle
+    idle: dict[str, float] = field(default_factory=dict)  # CPU seconds the idle stack spends as long, as watched
 
     @property
     def system_cpu(self) -> float:
@@ -88,8 +113,8 @@ class Pass:
         return sum(self.cpu.get(part, 0.0) for part in SERVICES)
 
     def net(self, parts: tuple[str, ...]) -> float:
-        """CPU seconds of ``parts`` less what they would have spent idle for as long (polling, timers)."""
-        return sum(max(0.0, self.cpu.get(p, 0.0) - self.idle.get(p, 0.0) * self.measured) for p in parts)
+        """CPU seconds of ``parts`` less what they would have spent idle for as long (polling, timers, probes)."""
+        return sum(max(0.0, self.cpu.get(p, 0.0) - self.idle.get(p, 0.0)) for p in parts)
 
     def figures(self) -> dict[str, Any]:
         per = max(1, self.pages)
@@ -103,6 +128,7 @@ class Pass:
             "net_cpu_ms_per_page": round(1000 * self.net(SYSTEM) / per, 2),
             "net_services_cpu_ms_per_page": round(1000 * self.net(SERVICES) / per, 2),
             "cpu_ms_per_page_by_part": {p: round(1000 * s / per, 2) for p, s in sorted(self.cpu.items())},
+            "net_cpu_ms_per_page_by_part": {p: round(1000 * self.net((p,)) / per, 2) for p in sorted(self.cpu)},
         }
 
 
@@ -122,36 +148,55 @@ class RevisitRig:
         with psycopg.connect(self.dsn) as conn:
             return {str(r[0]) for r in conn.execute(b"SELECT url FROM scheduler.frontier WHERE status = 'fetched'")}
 
-    def wait_settled(self, admin: Any, timeout: float) -> float:
-        """Waits for an idle frontier and no consumer lag, held ``SETTLE_SECONDS``; returns when it began."""
+    def wait_settled(self, admin: Any, timeout: float, sampler: Sampler | None = None) -> Drained:
+        """Waits for an idle frontier and no consumer lag, held ``SETTLE_SECONDS``; returns when it began, with
+        the CPU since ``sampler``'s mark read then and the seconds watched each way until then."""
         started = time.monotonic()
-        idle_since: float | None = None
+        drained: Drained | None = None
+        watched = {"frontier": 0.0, "lag": 0.0}
         while True:
+            step = time.monotonic()
             stats = admin.stats()
-            now = time.monotonic()
-            if now - started > timeout:
+            if step - started > timeout:
                 raise TimeoutError(f"not settled within {timeout:.0f} s: {stats}")
             busy = stats["frontier"].get("queued", 0) + stats["in_flight"]
-            if busy == 0 and not any(local_stack.lag_by_group(self.settings).values()):
-                idle_since = idle_since or time.monotonic()
-                if time.monotonic() - idle_since >= SETTLE_SECONDS:
-                    return idle_since
+            lagging = busy > 0 or any(local_stack.lag_by_group(self.settings).values())
+            now = time.monotonic()
+            if not lagging:
+                if drained is None:
+                    cpu = cpu_since_mark(sampler) if sampler is not None else {}
+                    drained = Drained(now, cpu, {**watched, "lag": watched["lag"] + now - step})
+                elif now - drained.at >= SETTLE_SECONDS:
+                    return drained
             else:
-                idle_since = None
-            time.sleep(0.25)
+                drained = None
+            time.sleep(PROBE_EVERY)
+            watched["lag" if busy == 0 else "frontier"] += time.monotonic() - step
+
+    def idle_rates(self, admin: Any, sampler: Sampler, lag: bool) -> dict[str, float]:
+        """CPU seconds a second each part spends with nothing to do, watched as a pass is (``lag``: once drained)."""
+        sampler.mark()
+        started = time.monotonic()
+        while time.monotonic() - started < IDLE_SECONDS:
+            admin.stats()
+            if lag:
+                local_stack.lag_by_group(self.settings)
+            time.sleep(PROBE_EVERY)
+        seconds = time.monotonic() - started
+        return {part: cpu / seconds for part, cpu in cpu_since_mark(sampler).items()}
 
 
 def run_pass(rig: RevisitRig, admin: Any, sampler: Sampler, name: str, edited: set[str],
-             timeout: float, idle: dict[str, float]) -> Pass:
+             timeout: float, idle: dict[str, dict[str, float]]) -> Pass:
     position = len(rig.web.request_log)
     if name == "unconditional":
         rig.sql(FORGET_VALIDATORS)
     sampler.mark()
     started = time.monotonic()
     rig.sql(REVISIT_ALL)
-    settled = rig.wait_settled(admin, timeout)
-    cpu = cpu_since_mark(sampler)
-    measured = time.monotonic() - started  # the settling included: the CPU was read now
+    drained = rig.wait_settled(admin, timeout, sampler)
+    spent = {part: sum(idle[way].get(part, 0.0) * seconds for way, seconds in drained.watched.items())
+             for part in drained.cpu}
     log: list[RequestRecord] = rig.web.request_log[position:]
     pages = [r for r in log if r.path != "/robots.txt"]
     statuses: dict[int, int] = {}
@@ -159,7 +204,7 @@ def run_pass(rig: RevisitRig, admin: Any, sampler: Sampler, name: str, edited: s
         statuses[record.status] = statuses.get(record.status, 0) + 1
     refetched = {normalize_url(f"http://{r.host}{r.path}") for r in pages if r.status == 200}
     return Pass(name, len(pages), statuses, sum(r.bytes_sent for r in log), len(edited), len(edited & refetched),
-                settled - started, measured, cpu, idle)
+                drained.at - started, drained.cpu, spent)
 
 
 def cpu_since_mark(sampler: Sampler) -> dict[str, float]:
@@ -191,11 +236,10 @@ def run(config: SimWebConfig, folder: Path, order: tuple[str, str], gzip: bool, 
         with local_stack.admin_client(settings, state) as admin:
             crawl_started = time.monotonic()
             admin.add_seeds(web.home_pages())
-            crawl_seconds = rig.wait_settled(admin, timeout) - crawl_started
+            crawl_seconds = rig.wait_settled(admin, timeout).at - crawl_started
             crawled = rig.fetched()
-            sampler.mark()  # what the stack spends idle, for reading the passes' figures
-            time.sleep(IDLE_SECONDS)
-            idle = {part: seconds / IDLE_SECONDS for part, seconds in cpu_since_mark(sampler).items()}
+            # what the stack spends idle, watched as a pass is, for reading the passes' figures
+            idle = {way: rig.idle_rates(admin, sampler, way == "lag") for way in ("frontier", "lag")}
             passes = []
             moment = web.start_time
             for name in order:
@@ -207,12 +251,22 @@ def run(config: SimWebConfig, folder: Path, order: tuple[str, str], gzip: bool, 
                 print(f"  {name}: {passes[-1].figures()}", file=sys.stderr, flush=True)
         sampler.stop()
         return {"crawled": len(crawled), "crawl_seconds": round(crawl_seconds, 1),
-                "idle_cpu_ms_per_second": round(1000 * sum(idle.get(part, 0.0) for part in SYSTEM), 1),
+                "idle_cpu_ms_per_second": {way: round(1000 * sum(rates.get(p, 0.0) for p in SYSTEM), 1)
+                                           for way, rates in idle.items()},
+                "idle_cpu_ms_per_second_by_part": {way: {p: round(1000 * v, 1) for p, v in sorted(rates.items())}
+                                                   for way, rates in idle.items()},
                 "passes": {p.name: p.figures() for p in passes}}
     finally:
         local_stack.down(settings)
         served.stop()
         shutil.rmtree(home, ignore_errors=True)
+
+
+def mean_page_kb(config: SimWebConfig) -> float:
+    """The web's mean page size in KB, as rendered (uncompressed)."""
+    web = build_web(config)
+    sizes = [len((web.html(url) or "").encode()) for url in web.pages]
+    return round(sum(sizes) / max(1, len(sizes)) / 1000, 1)
 
 
 def ratios(result: dict[str, Any]) -> dict[str, float]:
@@ -227,11 +281,13 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"revisit cost: {result['pages']} pages on {result['hosts']} hosts, {result['edit_ratio']:.0%} edited"
-          f" before each pass, gzip {'on' if result['gzip'] else 'off'}; {result['machine']}")
+    print(f"revisit cost: {result['pages']} pages of {result['mean_page_kb']} KB on average on {result['hosts']} hosts,"
+          f" {result['edit_ratio']:.0%} edited before each pass, gzip {'on' if result['gzip'] else 'off'};"
+          f" {result['machine']}")
     for run_ in result["runs"]:
+        idle = run_["idle_cpu_ms_per_second"]
         print(f"crawl: {run_['crawled']} pages in {run_['crawl_seconds']} s; idle, the stack spends"
-              f" {run_['idle_cpu_ms_per_second']} ms of CPU a second")
+              f" {idle['frontier']} ms of CPU a second watched, {idle['lag']} with the lag read too")
         print(f"{'pass':<14}{'pages':>7}{'200':>6}{'304':>6}{'bytes/page':>12}{'CPU ms/page':>13}"
               f"{'services':>10}{'net':>7}{'seconds':>9}{'found':>10}")
         for name, p in run_["passes"].items():
@@ -240,6 +296,7 @@ def print_table(result: dict[str, Any]) -> None:
                   f"{p['net_cpu_ms_per_page']:>7}{p['seconds']:>9}{p['found']:>5}/{p['edited']:<4}")
         for name, p in run_["passes"].items():
             print(f"  {name} CPU ms/page by part: {p['cpu_ms_per_page_by_part']}")
+            print(f"  {name} net CPU ms/page by part: {p['net_cpu_ms_per_page_by_part']}")
         r = ratios(run_)
         print(f"conditional / unconditional: bytes {r['bytes']:.1%}, CPU {r['cpu']:.1%}"
               f" (services alone {r['services_cpu']:.1%}; less the idle stack's CPU {r['net_cpu']:.1%})")
@@ -253,11 +310,12 @@ def main() -> None:
     parser.add_argument("--edit-ratio", type=float, default=0.2)
     parser.add_argument("--gzip", action="store_true", help="the web compresses its pages (it does not by default,"
                         " as in the other end-to-end benchmarks)")
+    parser.add_argument("--large-pages", action="store_true", help="pages of served size (37 KB on average, not 9)")
     parser.add_argument("--repeat", type=int, default=1, help="runs, the passes' order alternating")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    config = web_config(args.seed, args.hosts, args.pages, args.edit_ratio)
+    config = web_config(args.seed, args.hosts, args.pages, args.edit_ratio, args.large_pages)
     runs = []
     with tempfile.TemporaryDirectory(prefix="trawl-bench-revisits-", dir="/var/tmp") as tmp:
         for i in range(args.repeat):
@@ -265,7 +323,7 @@ def main() -> None:
             runs.append(run(config, Path(tmp), order, args.gzip, args.timeout))
             runs[-1]["ratios"] = ratios(runs[-1])
     result = {"benchmark": "revisit_cost", "pages": args.pages, "hosts": args.hosts, "edit_ratio": args.edit_ratio,
-              "gzip": args.gzip, "runs": runs, "machine": machine()}
+              "gzip": args.gzip, "mean_page_kb": mean_page_kb(config), "runs": runs, "machine": machine()}
     if args.json:
         print(json.dumps(result, indent=2))
     else:
