@@ -2,7 +2,7 @@
 
 A link transfer is one share of a crawled page's cash moving over one followed out-link.
 Contender: the service's own path, ``ImportanceHandler`` over ``OwnedPartitions`` (state
-in memory per partition, each consumed batch committed to PostgreSQL as changelog deltas,
+in memory per partition, each topic's records of a consumed batch committed to PostgreSQL as changelog deltas,
 cash for other partitions' pages written to the outbox and sent as cash-transfer
 messages), one instance owning all 12 partitions, on a throwaway PostgreSQL (durable by
 default; ``--fast`` turns fsync off) and a local Tansu broker. The transfers it sends are
@@ -188,7 +188,7 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
                             settings.opic_config(PARTITIONS), kafka.topic(CASH_TRANSFERS.name),
                             kafka.topic(IMPORTANCE_UPDATES.name), snapshot_idle=3600.0)
     owned.owned = lambda: mine
-    handler = ImportanceHandler(owned)
+    handlers = {h.topic.name: h.handle for h in ImportanceHandler(owned).topic_handlers()}
     feed = TransferFeed(job.bootstrap, kafka.topic(CASH_TRANSFERS.name), mine)
     for p in mine:
         await owned.get(p)  # loaded before the clock starts, as right after an assignment
@@ -206,14 +206,17 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
     waiting: list[Record[Any]] = []
     started, cpu = time.perf_counter(), time.process_time()
     try:
-        while True:  # as the consumer does: batches of what arrived, transfers and page links mixed
+        while True:  # as the consumer does: batches of what arrived, each topic's records to its handler
             waiting += await asyncio.to_thread(feed.take, 0.0 if raw else 0.05)
             batch, waiting = waiting[:size], waiting[size:]
             room = size - len(batch)
             batch += decoded(raw[:room])
             del raw[:room]
-            if batch:
-                await handler(batch)
+            by_topic: dict[str, list[Record[Any]]] = {}
+            for record in batch:
+                by_topic.setdefault(record.topic.name, []).append(record)
+            for name, records in by_topic.items():
+                await handlers[name](records)
             states = owned.states.values()
             base = SLOTS * job.index
             shared[base] = sum(s.engine.totals.sent for s in states)

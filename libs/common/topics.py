@@ -9,16 +9,22 @@ a group, sees every message of a host.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic
 
 from google.protobuf.message import Message
+from typing_extensions import TypeVar
 
 from libs.common.wire import messages as pb
 
+M_co = TypeVar("M_co", bound=Message, covariant=True, default=Message)
+
 
 @dataclass(frozen=True)
-class Topic:
+class Topic(Generic[M_co]):
+    """A topic and the one message type it carries (``Topic[pb.FetchRequest]``); a bare ``Topic`` is any topic."""
+
     name: str
-    message_type: type[Message]
+    message_type: type[M_co]
     key: str
     why: str
     partitions: int = 12

@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from libs.common import metrics
 from libs.common.errors import PoisonMessage
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
-from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS
+from libs.common.topics import DUPLICATE_VERDICTS
 from libs.common.url_keys import key_fingerprint
 from libs.common.urls import InvalidUrl, url_key
 from libs.common.wire import messages as pb
@@ -36,11 +35,9 @@ _VERDICT_LABELS = {pb.DUPLICATE_KIND_UNSPECIFIED: "unique", pb.DUPLICATE_KIND_EX
                    pb.DUPLICATE_KIND_NEAR: "near"}
 
 
-def _validated(record: Record[Any]) -> tuple[pb.Document, str]:
+def _validated(record: Record[pb.Document]) -> tuple[pb.Document, str]:
     """The document and its verdict key; PoisonMessage when it cannot be judged."""
-    if record.topic.name != DOCUMENTS.name:
-        raise PoisonMessage(f"dedup does not handle topic {record.topic.name}")
-    doc: pb.Document = record.value
+    doc = record.value
     if not doc.url.strip():
         raise PoisonMessage("document without a url")
     try:
@@ -99,7 +96,7 @@ class DedupHandler:
         self._producer = producer
         self._clock = clock
 
-    async def __call__(self, records: list[Record[Any]]) -> None:
+    async def __call__(self, records: Sequence[Record[pb.Document]]) -> None:
         docs = [_validated(record) for record in records]
         firsts: dict[Claim, str] = {}
         for claims in claim_rounds([Claim(doc.url, doc.content_fingerprint) for doc, _key in docs if doc.text.strip()]):

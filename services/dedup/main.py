@@ -10,7 +10,7 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.grpc_server import GrpcServer
-from libs.common.kafka.consumer import TopicConsumer
+from libs.common.kafka.consumer import TopicConsumer, TopicHandler
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
@@ -39,10 +39,8 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="dedup",
         group_id=settings.group_id,
-        topics=[DOCUMENTS],
-        handler=DedupHandler(ExactFingerprintIndex(db), near, judge, producer),
+        handlers=[TopicHandler(DOCUMENTS, DedupHandler(ExactFingerprintIndex(db), near, judge, producer))],
         producer=producer,
-        concurrency=1,
         batch_size=settings.batch_size,
     )
     return Service("dedup", GrpcServer(runtime.grpc_address), components=[db, ShapeCheck(near), producer, consumer])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Sequence
 
 from prometheus_client import Counter
 
@@ -19,6 +19,7 @@ from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import DOCUMENTS, PAGE_LINK_COUNTS, PAGE_LINKS
 from libs.common.urls import url_key
+from libs.common.wire import messages as pb
 from services.extractor.extraction_pool import ExtractionPool
 from services.extractor.link_counts import link_counts
 from services.extractor.page_extractor import Extracted, ExtractionOptions, extract_pages, should_extract
@@ -34,7 +35,7 @@ class ExtractorHandler:
         self._options = options
         self._pool = pool
 
-    async def _extract_all(self, records: list[Record[Any]]) -> list[Extracted | Exception | None]:
+    async def _extract_all(self, records: Sequence[Record[pb.FetchResult]]) -> list[Extracted | Exception | None]:
         wanted = [record.value for record in records if should_extract(record.value)]
         pages: list[Extracted | PoisonMessage]
         if self._pool is not None and wanted:
@@ -51,7 +52,7 @@ class ExtractorHandler:
                 out.append(None)
         return out
 
-    async def __call__(self, records: list[Record[Any]]) -> None:
+    async def __call__(self, records: Sequence[Record[pb.FetchResult]]) -> None:
         results = await self._extract_all(records)
         poison = next((result for result in results if isinstance(result, Exception)), None)
         if poison is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from libs.common.grpc_server import GrpcServer
-from libs.common.kafka.consumer import TopicConsumer
+from libs.common.kafka.consumer import TopicConsumer, TopicHandler
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import Component, RuntimeSettings, Service, run_service
@@ -28,8 +28,7 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="extractor",
         group_id=settings.group_id,
-        topics=[FETCH_RESULTS],
-        handler=ExtractorHandler(producer, options, pool),
+        handlers=[TopicHandler(FETCH_RESULTS, ExtractorHandler(producer, options, pool))],
         producer=producer,
         batch_size=settings.batch_size,
     )

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 
 from libs.common.grpc_server import GrpcServer
+from libs.common.kafka.consumer import TopicHandler
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import Component, RuntimeSettings, Service, run_service
@@ -115,10 +116,9 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="fetcher",
         group_id=settings.group_id,
-        topics=[FETCH_REQUESTS],
-        handler=worker,
+        handlers=[TopicHandler(FETCH_REQUESTS, worker)],
         producer=producer,
-        concurrency=settings.max_in_hand,
+        slots=settings.max_in_hand,
         commit_interval=settings.commit_interval,
         pause_after=settings.pause_after,
         fetch_wait_ms=kafka.loop_fetch_wait_max_ms,

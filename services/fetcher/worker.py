@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter as Tally
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -133,13 +133,13 @@ class FetchWorker:
     def _wall_ms(self, clock_time: float) -> int:
         return int((time.time() + (clock_time - self._clock.now())) * 1000)
 
-    async def __call__(self, records: list[Record[Any]]) -> None:
+    async def __call__(self, records: Sequence[Record[pb.FetchRequest]]) -> None:
         for record in records:
             await self.handle_record(record)
 
-    async def handle_record(self, record: Record[Any]) -> None:
+    async def handle_record(self, record: Record[pb.FetchRequest]) -> None:
         """Fetch one request of ``record``'s partition, or hand it on if the partition is not owned here."""
-        request: pb.FetchRequest = record.value
+        request = record.value
         if not request.url or not request.request_id:
             raise PoisonMessage("fetch request without url or request id")
         if self._handoff is None:

@@ -1,5 +1,6 @@
 """Applies crawled pages (page links) and incoming cash transfers to the owned partitions.
 
+The consumer hands each topic's records to its own method (:meth:`ImportanceHandler.topic_handlers`).
 Both inputs are keyed by URL fingerprint and co-partitioned (the consumer uses the range
 assignor), so a record's partition number is the partition whose state it changes.
 Records already applied (offset below the one stored with the state, for the topic's
@@ -23,14 +24,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from prometheus_client import Counter
 
 from libs.common.collector import collector_paused
 from libs.common.errors import PoisonMessage
 from libs.common.followed_links import followed
-from libs.common.kafka.consumer import Record
+from libs.common.kafka.consumer import Record, TopicHandler
 from libs.common.kafka.partitioner import fingerprint_partitions
 from libs.common.kafka.stored_offsets import applied_offset, record_applied
 from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
@@ -61,33 +63,51 @@ def page_key(raw: str, record_key: str) -> tuple[str, int]:
     return url, normalized_fingerprint(url)
 
 
+R = TypeVar("R", bound=Record[Any])
+
+_Visit = tuple[int, str, list[int], list[str]]
+"""A crawled page's fingerprint and URL, and its followed links' fingerprints and URLs."""
+
+
 class ImportanceHandler:
     def __init__(self, partitions: OwnedPartitions, follow_external: bool = True) -> None:
         self._partitions = partitions
         self._follow_external = follow_external
 
-    async def __call__(self, records: list[Record[Any]]) -> None:
+    def topic_handlers(self) -> list[TopicHandler[Any]]:
+        """What the consumer hands each input topic's records to."""
+        return [TopicHandler(PAGE_LINKS, self.page_links), TopicHandler(CASH_TRANSFERS, self.cash_transfers)]
+
+    async def page_links(self, records: Sequence[Record[pb.PageLinks]]) -> None:
+        """Applies crawled pages: each passes its cash on along its followed links."""
         async with self._partitions.lock:
             with collector_paused():
-                await self._apply(records)
+                plan: list[tuple[Record[Any], _Visit | None]] = []
+                for record in self._owned(records):
+                    msg = record.value
+                    url, fp = page_key(msg.url, record.key)
+                    try:
+                        keys, urls = followed(msg, fp, self._follow_external)
+                    except ValueError as exc:
+                        raise PoisonMessage(f"page links for {url[:200]!r}: {exc}") from exc
+                    plan.append((record, (fp, url, keys, urls)))
+                await self._apply(plan)
 
-    async def _apply(self, records: list[Record[Any]]) -> None:
+    async def cash_transfers(self, records: Sequence[Record[pb.CashTransfer]]) -> None:
+        """Applies the cash other partitions sent to the pages of the owned ones."""
+        async with self._partitions.lock:
+            with collector_paused():
+                await self._apply([(record, None) for record in self._owned(records)])
+
+    def _owned(self, records: Sequence[R]) -> list[R]:
+        """The records of partitions still owned (one revoked while the batch was under way: the new
+        owner applies it)."""
         owned = self._partitions
         owned.drop_unowned()
-        plan: list[tuple[Record[Any], tuple[int, str, list[int], list[str]] | None]] = []
-        for record in records:
-            if not owned.owns(record.partition):
-                continue  # revoked while the batch was under way: the new owner applies it
-            if record.topic is PAGE_LINKS:
-                msg: pb.PageLinks = record.value
-                url, fp = page_key(msg.url, record.key)
-                try:
-                    keys, urls = followed(msg, fp, self._follow_external)
-                except ValueError as exc:
-                    raise PoisonMessage(f"page links for {url[:200]!r}: {exc}") from exc
-                plan.append((record, (fp, url, keys, urls)))
-            elif record.topic is CASH_TRANSFERS:
-                plan.append((record, None))
+        return [record for record in records if owned.owns(record.partition)]
+
+    async def _apply(self, plan: list[tuple[Record[Any], _Visit | None]]) -> None:
+        owned = self._partitions
         parts = fingerprint_partitions([k for _, v in plan if v is not None for k in v[2]], owned.partitions)
         at_part = 0
         touched: dict[int, PartitionState] = {}

@@ -43,8 +43,7 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="importance",
         group_id=settings.group_id,
-        topics=[PAGE_LINKS, CASH_TRANSFERS],
-        handler=ImportanceHandler(owned, settings.follow_external),
+        handlers=ImportanceHandler(owned, settings.follow_external).topic_handlers(),
         producer=producer,
         batch_size=settings.batch_size,
         assignment="range",  # page links and transfers are both keyed by URL: one member owns a partition's state

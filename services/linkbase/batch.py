@@ -7,7 +7,7 @@ without touching the database. Within a batch, a later message about the same pa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,23 +225,42 @@ def _reason(link: pb.Link) -> str:
     return "empty"
 
 
+# One adder per input topic: each validates and adds one consumed message, raising PoisonMessage when it is bad.
+def add_page_links(batch: LinkbaseBatch, record: Record[pb.PageLinks]) -> None:
+    batch.add_page_links(record.value)
+
+
+def add_document(batch: LinkbaseBatch, record: Record[pb.Document]) -> None:
+    batch.add_document(record.value)
+
+
+def add_verdict(batch: LinkbaseBatch, record: Record[pb.DuplicateVerdict]) -> None:
+    batch.add_verdict(record.value)
+
+
+def add_outcome(batch: LinkbaseBatch, record: Record[pb.FetchOutcome]) -> None:
+    batch.add_outcome(record.value, record.timestamp_ms)
+
+
+ADDERS: dict[str, Callable[[LinkbaseBatch, Record[Any]], None]] = {
+    PAGE_LINKS.name: add_page_links,
+    DOCUMENTS.name: add_document,
+    DUPLICATE_VERDICTS.name: add_verdict,
+    FETCH_OUTCOMES.name: add_outcome,
+}
+"""The adder of each input topic, by topic name."""
+
+
 def add_record(batch: LinkbaseBatch, record: Record[Any]) -> None:
-    """Validates and adds one consumed message; raises PoisonMessage when it is bad."""
-    name = record.topic.name
-    if name == PAGE_LINKS.name:
-        batch.add_page_links(record.value)
-    elif name == DOCUMENTS.name:
-        batch.add_document(record.value)
-    elif name == DUPLICATE_VERDICTS.name:
-        batch.add_verdict(record.value)
-    elif name == FETCH_OUTCOMES.name:
-        batch.add_outcome(record.value, record.timestamp_ms)
-    else:
-        raise PoisonMessage(f"linkbase does not handle topic {name}")
+    """Adds a message of any input topic, by its topic's adder (for batches that mix topics, as tests build)."""
+    add = ADDERS.get(record.topic.name)
+    if add is None:
+        raise PoisonMessage(f"linkbase does not handle topic {record.topic.name}")
+    add(batch, record)
 
 
 def build_batch(records: Iterable[Record[Any]]) -> LinkbaseBatch:
-    """Validates and converts a consumed batch; raises PoisonMessage on the first bad message."""
+    """Validates and converts records of any input topic; raises PoisonMessage on the first bad message."""
     batch = LinkbaseBatch()
     for record in records:
         add_record(batch, record)

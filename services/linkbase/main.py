@@ -15,7 +15,6 @@ from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
-from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, PAGE_LINKS
 from services.linkbase.api import SERVICE_NAME, LinkbaseApi, registrar
 from services.linkbase.graph import GraphReader
 from services.linkbase.handler import LinkbaseHandler
@@ -43,11 +42,9 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="linkbase",
         group_id=settings.group_id,
-        topics=[PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES],
-        handler=LinkbaseHandler(LinkStore(db, HostBudget(settings.max_urls_per_host)), publisher,
-                                chunk=settings.write_chunk, groups=settings.write_groups),
+        handlers=LinkbaseHandler(LinkStore(db, HostBudget(settings.max_urls_per_host)), publisher,
+                                 chunk=settings.write_chunk, groups=settings.write_groups).topic_handlers(),
         producer=producer,
-        concurrency=1,
         batch_size=settings.batch_size,
     )
     api = LinkbaseApi(GraphReader(db), HistoryReader(db), SiteBook(db), on_seeds=publisher.wake)

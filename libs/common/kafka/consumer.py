@@ -1,22 +1,28 @@
 """A protobuf consumer with at-least-once processing, retries and dead letters.
 
-Records are decoded by their topic's declared type; undecodable ones go straight to the
-dead-letter topic. Decoded records are handed to the handler either in batches
-(``concurrency=1``: the handler sees a list, good for batched database writes) or one
-task per record (``concurrency>1``: for I/O-bound work such as fetching). Offsets are
-committed only after the handler finished and the producer flushed, so a crash replays
-at most the uncommitted tail: handlers must be idempotent.
+A consumer is given one :class:`TopicHandler` per topic it reads: a declared topic and the
+handler of that topic's records, typed by the topic's message (``Sequence[Record[pb.PageLinks]]``
+for page links). Records are decoded by their topic's declared type; undecodable ones go
+straight to the dead-letter topic. Each poll's records are handed over in batches, one per
+topic (in the order of each partition; topics by their first record in the poll), so a
+handler sees only its own topic's records and never asks which topic a record came from.
+Offsets are committed only after every batch of the poll was handled and the producer
+flushed, so a crash replays at most the uncommitted tail: handlers must be idempotent.
 
 A handler failure is retried: :class:`RetryableError` and connection failures (a
 dependency is down) forever with backoff, anything else up to ``max_attempts`` times,
-after which the record is dead-lettered (in batch mode, the batch is first split to find
-the records that fail alone).
+after which the record is dead-lettered (the batch is first split to find the records
+that fail alone).
 
 A consumer that can no longer make progress says why in ``stalled`` (its service asks every
 second, then exits for a restart): its loop ended on an error, or it was evicted from its
 group for exceeding ``max.poll.interval.ms``. With no committed offset (a new group, or a
 broker that lost its offsets) and for an offset out of range, reading starts at the
 earliest record.
+
+Subclasses may hand records over differently (the fetcher's consumer runs one task per
+record, :mod:`services.fetcher.partitions.in_hand_consumer`): they replace ``_run`` and
+``_drain`` and use the helpers below.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from google.protobuf.message import Message
@@ -47,22 +53,44 @@ from libs.common.topics import Topic
 log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=Message)
+M_co = TypeVar("M_co", bound=Message, covariant=True)
 
 
 @dataclass(frozen=True)
-class Record(Generic[M]):
-    topic: Topic
+class Record(Generic[M_co]):
+    topic: Topic[M_co]
     partition: int
     offset: int
     key: str
-    value: M
+    value: M_co
     timestamp_ms: int
     raw_key: bytes | None
     raw_value: bytes | None
     incarnation: str = ""  # the topic's id: offsets of one incarnation mean nothing in the next (stored_offsets)
 
 
-BatchHandler = Callable[[list[Record[Any]]], Awaitable[None]]
+BatchHandler: TypeAlias = Callable[[Sequence[Record[M]]], Awaitable[None]]
+"""Handles a batch of one topic's records, in the order of each partition; raises to have them retried."""
+
+
+@dataclass(frozen=True)
+class TopicHandler(Generic[M]):
+    """A declared topic and the handler of its records (``TopicHandler(PAGE_LINKS, handler.page_links)``).
+
+    The pairing is checked by type: a handler of ``Sequence[Record[pb.Document]]`` does not go with
+    ``PAGE_LINKS``.
+    """
+
+    topic: Topic[M]
+    handle: BatchHandler[M]
+
+
+def _by_topic(records: Sequence[Record[Any]]) -> dict[str, list[Record[Any]]]:
+    """The records of each topic (by declared name), in their order; topics by their first record."""
+    groups: dict[str, list[Record[Any]]] = {}
+    for record in records:
+        groups.setdefault(record.topic.name, []).append(record)
+    return groups
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -77,7 +105,7 @@ def _is_transient(exc: BaseException) -> bool:
 
 
 class TopicConsumer:
-    """Consumes declared topics in a consumer group and drives a handler (see module doc)."""
+    """Consumes declared topics in a consumer group and drives their handlers (see module doc)."""
 
     def __init__(
         self,
@@ -85,51 +113,41 @@ class TopicConsumer:
         *,
         service: str,
         group_id: str,
-        topics: Sequence[Topic],
-        handler: BatchHandler,
+        handlers: Sequence[TopicHandler[Any]] = (),
         producer: TopicProducer,
-        concurrency: int = 1,
+        topics: Sequence[Topic] = (),
+        handler: Callable[[list[Record[Any]]], Awaitable[None]] | None = None,
         batch_size: int = 500,
         poll_timeout: float = 0.2,
         batch_wait: float | None = None,
-        pause_after: float | None = None,
         fetch_wait_ms: int | None = None,
-        commit_interval: float = 1.0,
         retry_backoff: float = 0.5,
         max_backoff: float = 10.0,
         assignment: str = "cooperative-sticky",
     ) -> None:
         """``assignment="range"`` co-partitions topics with equal partition counts (same numbers, same member).
 
-        ``pause_after`` (concurrency mode; default ``poll_timeout``): how long every slot may stay taken
-        before the partitions are paused. Until then the loop does not consume (records librdkafka
-        fetched ahead stay in its queue and are handed out as soon as a slot frees) but goes on
-        committing. Pausing keeps rebalances served while the slots stay full, and costs a round trip
-        to the broker when it ends: librdkafka drops the records fetched ahead, and its next fetch
-        waits for the one outstanding, which the broker holds up to ``fetch.wait.max.ms`` for want of
-        data past them. A longer ``pause_after`` spares that when slots free within it; a rebalance
-        waits for at most as long.
-
         ``fetch_wait_ms`` (default the settings' ``fetch_wait_max_ms``): how long the broker may hold a
         fetch for want of data, for consumers on the fetch loop (``loop_fetch_wait_max_ms``).
         """
+        if handler is not None:  # one handler for every topic, called with one topic's records at a time
+            handlers = [*handlers, *(TopicHandler(t, cast("BatchHandler[Any]", handler)) for t in topics)]
+        names = [h.topic.name for h in handlers]
+        if len(set(names)) != len(names) or not names:
+            raise ValueError(f"one handler per topic, at least one: {names}")
         self._settings = settings
         self._service = service
         self._group_id = group_id
-        self._topics = {settings.topic(t.name): t for t in topics}
+        self._handlers: dict[str, TopicHandler[Any]] = {h.topic.name: h for h in handlers}
+        self._topics: dict[str, Topic] = {settings.topic(h.topic.name): h.topic for h in handlers}
         self._codecs = {name: ProtoCodec(t.message_type) for name, t in self._topics.items()}
-        self._handler = handler
         self._producer = producer
         self._dead = DeadLetterSink(producer, service)
         metrics.declare_consumer(service, {name: t.name for name, t in self._topics.items()})
-        self._concurrency = max(1, concurrency)
         self._batch_size = batch_size
         self._poll_timeout = poll_timeout
         self._batch_wait = batch_wait
-        self._pause_after = poll_timeout if pause_after is None else pause_after
         self._fetch_wait_ms = fetch_wait_ms
-        self._full_since: float | None = None
-        self._commit_interval = commit_interval
         self._retry_backoff = retry_backoff
         self._max_backoff = max_backoff
         self._assignment = assignment
@@ -139,10 +157,6 @@ class TopicConsumer:
         self._stopping = asyncio.Event()
         self._lock = threading.Lock()
         self._trackers: dict[tuple[str, int], PartitionOffsets] = {}
-        self._inflight: set[asyncio.Task[None]] = set()
-        self._slots = asyncio.Semaphore(self._concurrency)
-        self._paused = False
-        self.pauses = 0  # times every slot stayed taken for pause_after and the partitions were paused
         self.assigned: set[tuple[str, int]] = set()
         self.processed = 0
         self._evicted: str | None = None  # why the group evicted this member, if it did
@@ -194,10 +208,7 @@ class TopicConsumer:
                 await asyncio.wait_for(self._task, timeout=drain_timeout + 5)
             except (TimeoutError, asyncio.CancelledError):
                 self._task.cancel()
-        if self._inflight:
-            _done, pending = await asyncio.wait(self._inflight, timeout=drain_timeout)
-            for task in pending:
-                task.cancel()
+        await self._drain(drain_timeout)
         consumer = self._consumer
         if consumer is not None:
             try:
@@ -208,6 +219,10 @@ class TopicConsumer:
             await self._call(consumer.close)
             self._consumer = None
         self._executor.shutdown(wait=False)
+
+    async def _drain(self, timeout: float) -> None:
+        """After the loop ended on stop: waits for records still being handled (none here: the loop handles
+        each batch before it polls again)."""
 
     async def stalled(self) -> str | None:
         """Why this consumer cannot make progress (see the module docstring), else None."""
@@ -285,64 +300,25 @@ class TopicConsumer:
     async def _run(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        last_commit = time.monotonic()
         while not self._stopping.is_set():
-            if self._concurrency > 1:
-                if len(self._inflight) >= self._concurrency:
-                    if self._full_since is None:
-                        self._full_since = time.monotonic()
-                    # Pausing drops the prefetched records, which are fetched again after resume (a
-                    # round trip per pause): wait for a slot first, pause only if none frees in time.
-                    await asyncio.wait(set(self._inflight), timeout=self._poll_timeout,
-                                       return_when=asyncio.FIRST_COMPLETED)
-                await self._adjust_pause(consumer)
-                if len(self._inflight) >= self._concurrency and not self._paused:
-                    last_commit = await self._commit_if_due(last_commit)
-                    continue  # full, not paused yet: consume nothing, keep what is fetched ahead
-            room = self._batch_size if self._concurrency == 1 else max(1, self._concurrency - len(self._inflight))
-            try:
-                raw = await self._call(self._consume, consumer, room)
-            except Exception:
-                log.exception("consume failed")
-                await asyncio.sleep(1.0)
+            raw = await self._poll(consumer, self._batch_size)
+            if raw is None:
                 continue
             records = self._decode(raw)
-            if self._concurrency == 1:
-                if records or raw:
-                    await self._process_batch(records)
-                    await self._producer.flush()
-                    await self._call(self._commit_tracked)
-            else:
-                for record in records:
-                    await self._slots.acquire()
-                    task = asyncio.create_task(self._process_one(record))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._inflight.discard)
-                last_commit = await self._commit_if_due(last_commit)
+            if records or raw:
+                await self._process_batch(records)
+                await self._producer.flush()
+                await self._call(self._commit_tracked)
 
-    async def _commit_if_due(self, last_commit: float) -> float:
-        """Concurrency mode: commits what is done once ``commit_interval`` has passed; the time of the last commit."""
-        if time.monotonic() - last_commit < self._commit_interval:
-            return last_commit
-        # Positions first: a record finishing during the flush has its output sent after the
-        # flush began, and committing it now could lose that output in a crash.
-        positions = self._positions()
-        await self._producer.flush()
-        await self._call(self._commit_tracked, None, positions)
-        return time.monotonic()
-
-    async def _adjust_pause(self, consumer: Consumer) -> None:
-        """Pauses the partitions once every slot has been taken for ``pause_after`` (since ``_full_since``,
-        set by the loop when it finds them all taken); resumes when one frees."""
-        if len(self._inflight) < self._concurrency:
-            self._full_since = None
-        full = self._full_since is not None and time.monotonic() - self._full_since >= self._pause_after
-        if full != self._paused:
-            if full:
-                self.pauses += 1
-            assignment = await self._call(consumer.assignment)
-            await self._call(consumer.pause if full else consumer.resume, assignment)
-            self._paused = full
+    async def _poll(self, consumer: Consumer, room: int) -> list[Any] | None:
+        """Up to ``room`` raw records (see ``_consume``); None after a failed consume (logged, then a pause)."""
+        try:
+            raw: list[Any] = await self._call(self._consume, consumer, room)
+        except Exception:
+            log.exception("consume failed")
+            await asyncio.sleep(1.0)
+            return None
+        return raw
 
     def _decode(self, raw: list[Any]) -> list[Record[Any]]:
         records: list[Record[Any]] = []
@@ -391,13 +367,18 @@ class TopicConsumer:
             metrics.MESSAGES_CONSUMED.labels(self._service, name).inc(n)
         self.processed += len(records)
 
+    def _handler(self, record: Record[Any]) -> TopicHandler[Any]:
+        return self._handlers[record.topic.name]
+
     async def _attempt(self, records: list[Record[Any]], max_attempts: int) -> BaseException | None:
-        """Runs the handler; transient failures retry forever, others up to max_attempts."""
+        """Runs the records' handler (all of one topic); transient failures retry forever, others up to
+        max_attempts."""
+        handler = self._handler(records[0])
         attempt = 0
         backoff = self._retry_backoff
         while True:
             try:
-                await self._handler(records)
+                await handler.handle(records)
                 return None
             except asyncio.CancelledError:
                 raise
@@ -417,29 +398,23 @@ class TopicConsumer:
                 backoff = min(backoff * 2, self._max_backoff)
 
     async def _process_batch(self, records: list[Record[Any]]) -> None:
+        """Hands each topic's records of one poll to that topic's handler, one topic after the other."""
         if not records:
             return
         started = time.monotonic()
+        for group in _by_topic(records).values():
+            await self._process_topic_batch(group)
+        metrics.BATCH_SECONDS.labels(self._service).observe(time.monotonic() - started)
+
+    async def _process_topic_batch(self, records: list[Record[Any]]) -> None:
         failure = await self._attempt(records, self._settings.max_attempts)
         if failure is not None and len(records) > 1:
             for record in records:  # isolate the poison: process one at a time
-                await self._process_batch([record])
+                await self._process_topic_batch([record])
             return
         if failure is not None:
             self._dead_letter(records[0], failure)
         self._done_all(records)
-        metrics.BATCH_SECONDS.labels(self._service).observe(time.monotonic() - started)
-
-    async def _process_one(self, record: Record[Any]) -> None:
-        try:
-            failure = await self._attempt([record], self._settings.max_attempts)
-            if failure is not None:
-                self._dead_letter(record, failure)
-            self._done_all([record])
-        except asyncio.CancelledError:
-            pass
-        finally:
-            self._slots.release()
 
     def _dead_letter(self, record: Record[Any], exc: BaseException) -> None:
         self._dead.send(

@@ -1,7 +1,7 @@
 """The fetch-request consumer, told before it gives a partition up and when it gets one.
 
-:class:`TopicConsumer` commits what is done and forgets a partition when it is
-revoked; requests still in hand would go on being fetched while the new owner
+:class:`~libs.common.kafka.consumer.TopicConsumer` commits what is done and forgets a
+partition when it is revoked; requests still in hand would go on being fetched while the new owner
 starts on the same records. This consumer first lets a
 :class:`RebalanceListener` settle the partition's requests on the event loop
 (the rebalance waits for it: librdkafka calls the callback from ``consume``, in
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from confluent_kafka import Consumer, TopicPartition
 
-from libs.common.kafka.consumer import TopicConsumer
+from services.fetcher.partitions.in_hand_consumer import InHandConsumer
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +43,8 @@ class RebalanceListener(Protocol):
         ...
 
 
-class RebalancingConsumer(TopicConsumer):
-    """A :class:`TopicConsumer` (concurrency mode) that lets ``listener`` settle partitions it gives up.
+class RebalancingConsumer(InHandConsumer):
+    """An :class:`InHandConsumer` that lets ``listener`` settle partitions it gives up.
 
     ``revoke_timeout`` bounds the wait for the listener inside a rebalance.
     """

@@ -51,7 +51,7 @@ class TopicsCli:
             producer.produce(self.name(topic), key=key.encode(), value=value)
         assert producer.flush(30) == 0
 
-    def commit(self, group: str, offsets: dict[tuple[Topic, int], int]) -> None:
+    def commit(self, group: str, offsets: dict[tuple[Topic[Any], int], int]) -> None:
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False})
         try:
             consumer.commit(offsets=[TopicPartition(self.name(t), p, o) for (t, p), o in offsets.items()],

@@ -14,12 +14,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
-from libs.common.kafka.consumer import Record, TopicConsumer
+from libs.common.kafka.consumer import Record, TopicConsumer, TopicHandler
 from libs.common.kafka.producer import DeliveryFailed, TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.kafka.topic_admin import admin_client, partition_counts
@@ -108,11 +108,11 @@ async def test_a_broker_away_is_told_after_the_stall_seconds(broker: LocalBroker
 
 
 async def test_a_consumer_whose_loop_ended_is_stalled(broker: LocalBroker, producer: TopicProducer) -> None:
-    async def handler(records: list[Record[pb.DiscoveredUrl]]) -> None:
+    async def handler(records: Sequence[Record[pb.DiscoveredUrl]]) -> None:
         pass
 
     consumer = TopicConsumer(producer._settings, service="restart-test", group_id=make_unique_name("g"),
-                             topics=[DISCOVERED_URLS], handler=handler, producer=producer)
+                             handlers=[TopicHandler(DISCOVERED_URLS, handler)], producer=producer)
     await consumer.start()
     try:
         assert await consumer.stalled() is None

@@ -1,10 +1,11 @@
-"""TopicProducer and TopicConsumer on the real broker: round trips, dead letters, retries, commits."""
+"""TopicProducer and TopicConsumer on the real broker: round trips, a handler per topic, dead letters, retries,
+commits."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,7 +16,7 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 
 from libs.common.errors import PoisonMessage, RetryableError
-from libs.common.kafka.consumer import Record, TopicConsumer
+from libs.common.kafka.consumer import Record, TopicConsumer, TopicHandler
 from libs.common.kafka.lag import group_lag
 from libs.common.kafka.partitioner import partition_for
 from libs.common.kafka.producer import MessageTooLarge, TopicProducer
@@ -26,7 +27,7 @@ from libs.localinfra import create_topics
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
-Handler = Callable[[list[Record[Any]]], Awaitable[None]]
+Handler = Callable[[Sequence[Record[Any]]], Awaitable[None]]
 
 
 def filled(message_type: type[Message], n: int = 1) -> Message:
@@ -74,7 +75,7 @@ class Collector:
         self._fail = fail
         self._changed = asyncio.Event()
 
-    async def __call__(self, records: list[Record[Any]]) -> None:
+    async def __call__(self, records: Sequence[Record[Any]]) -> None:
         self.calls += 1
         for record in records:
             if self._fail is not None:
@@ -125,8 +126,10 @@ async def _producer(kafka: KafkaSettings, client_id: str = "roundtrip") -> Async
 async def _consuming(
     kafka: KafkaSettings, group: str, topics: list[Topic], handler: Handler, producer: TopicProducer, **options: Any
 ) -> AsyncIterator[TopicConsumer]:
-    consumer = TopicConsumer(kafka, service="roundtrip", group_id=group, topics=topics, handler=handler,
-                             producer=producer, retry_backoff=0.01, **options)
+    """A consumer of ``topics`` that hands every topic's records to ``handler``."""
+    consumer = TopicConsumer(kafka, service="roundtrip", group_id=group,
+                             handlers=[TopicHandler(t, handler) for t in topics], producer=producer,
+                             retry_backoff=0.01, **options)
     await consumer.start()
     try:
         yield consumer
@@ -201,6 +204,47 @@ async def test_every_topic_round_trips_through_one_consumer(kafka: KafkaSettings
         assert record.timestamp_ms > 0
 
 
+async def test_each_topic_s_records_go_to_its_own_handler_and_a_poison_stays_in_its_topic(
+    kafka: KafkaSettings, unique_name: Callable[[str], str]
+) -> None:
+    """One consumer, two topics: each handler gets batches of its own topic only, in partition order; a
+    poison in one topic is dead-lettered alone, and both topics are committed."""
+    _create(kafka, FETCH_REQUESTS, FETCH_RESULTS, DEAD_LETTERS)
+    group = unique_name("g")
+
+    def fail(record: Record[Any]) -> None:
+        if record.value.request_id == "poison":
+            raise PoisonMessage("bad result")
+
+    requests, results = Collector(), Collector(fail)
+    async with _producer(kafka) as producer:
+        for i in range(4):
+            producer.send(FETCH_REQUESTS, "h.test", pb.FetchRequest(url=f"http://h.test/{i}", request_id=str(i)))
+            producer.send(FETCH_RESULTS, "h.test", pb.FetchResult(request_id="poison" if i == 2 else str(i)))
+        await producer.flush()
+        handlers: list[TopicHandler[Any]] = [TopicHandler(FETCH_REQUESTS, requests),
+                                             TopicHandler(FETCH_RESULTS, results)]
+        consumer = TopicConsumer(kafka, service="roundtrip", group_id=group, handlers=handlers, producer=producer,
+                                 retry_backoff=0.01)
+        await consumer.start()
+        try:
+            await requests.wait_for(4)
+            await results.wait_for(3)
+            assert consumer.dead_letters == 1
+        finally:
+            await consumer.stop(drain_timeout=10.0)
+
+    assert [r.value.request_id for r in requests.records] == ["0", "1", "2", "3"]
+    assert [r.value.request_id for r in results.records] == ["0", "1", "3"]
+    assert all(r.topic is FETCH_REQUESTS and type(r.value) is pb.FetchRequest for r in requests.records)
+    assert all(r.topic is FETCH_RESULTS and type(r.value) is pb.FetchResult for r in results.records)
+    (_, letter), = _read_dead_letters(kafka, 1)
+    assert letter.source_topic == kafka.topic(FETCH_RESULTS.name) and letter.error == "PoisonMessage: bad result"
+    topics = [kafka.topic(FETCH_REQUESTS.name), kafka.topic(FETCH_RESULTS.name)]
+    lags = [lag for lag in group_lag(kafka.bootstrap, group, topics) if lag.committed >= 0]
+    assert sorted((lag.topic, lag.committed, lag.lag) for lag in lags) == [(topics[0], 4, 0), (topics[1], 4, 0)]
+
+
 # -- dead letters, retries and commits in batch mode ----------------------------------------------------
 
 
@@ -267,84 +311,6 @@ async def test_poison_goes_to_dead_letters_and_good_messages_are_processed_and_c
         set(range(FETCH_REQUESTS.partitions)) - {partition}, -1)
 
     await _assert_nothing_redelivered(kafka, group, FETCH_REQUESTS, host, request("after-restart"))
-
-
-# -- concurrency mode --------------------------------------------------------------------------------
-
-
-async def test_concurrency_mode_processes_everything_within_its_bound_and_commits(
-    kafka: KafkaSettings, unique_name: Callable[[str], str]
-) -> None:
-    _create(kafka, FETCH_RESULTS, DEAD_LETTERS)
-    group = unique_name("g")
-    count = 32
-    done: list[str] = []
-    running = 0
-    most_running = 0
-
-    async def handle(records: list[Record[Any]]) -> None:
-        nonlocal running, most_running
-        assert len(records) == 1  # one task per record
-        running += 1
-        most_running = max(most_running, running)
-        try:
-            # longer than the poll timeout, so that full slots pause the partitions; uneven, so that
-            # records finish out of order
-            await asyncio.sleep(0.25 + 0.02 * (int(records[0].value.request_id) % 4))
-            done.append(records[0].value.request_id)
-        finally:
-            running -= 1
-
-    async with _producer(kafka) as producer:
-        for i in range(count):
-            producer.send(FETCH_RESULTS, f"host-{i % 9}.test", pb.FetchResult(request_id=str(i)))
-        await producer.flush()
-        async with _consuming(kafka, group, [FETCH_RESULTS], handle, producer, concurrency=8) as consumer:
-            deadline = time.monotonic() + 20
-            while len(done) < count and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            assert consumer.processed == count
-
-    assert sorted(done, key=int) == [str(i) for i in range(count)]
-    assert done != sorted(done, key=int)  # really concurrent: records finished out of order
-    assert 1 < most_running <= 8
-    await _assert_nothing_redelivered(kafka, group, FETCH_RESULTS, "host-0.test", pb.FetchResult(request_id="new"))
-
-
-@pytest.mark.parametrize("pause_after", [5.0, 0.05])
-async def test_full_slots_pause_the_partitions_only_after_pause_after(
-    kafka: KafkaSettings, unique_name: Callable[[str], str], pause_after: float
-) -> None:
-    """Slots that stay taken longer than ``pause_after`` pause the partitions (and resume them); until
-    then the consumer waits for a slot with the records fetched ahead kept. Either way every record is
-    handled once and committed."""
-    _create(kafka, FETCH_RESULTS, DEAD_LETTERS)
-    group = unique_name("g")
-    count = 12
-    done: list[str] = []
-
-    async def handle(records: list[Record[Any]]) -> None:
-        await asyncio.sleep(0.3)  # longer than the poll timeout: the slots stay full between polls
-        done.append(records[0].value.request_id)
-
-    async with _producer(kafka) as producer:
-        for i in range(count):
-            producer.send(FETCH_RESULTS, f"host-{i % 5}.test", pb.FetchResult(request_id=str(i)))
-        await producer.flush()
-        async with _consuming(kafka, group, [FETCH_RESULTS], handle, producer, concurrency=3,
-                              pause_after=pause_after) as consumer:
-            deadline = time.monotonic() + 30
-            while len(done) < count and time.monotonic() < deadline:
-                await asyncio.sleep(0.05)
-            assert consumer.processed == count
-            pauses = consumer.pauses
-
-    assert sorted(done, key=int) == [str(i) for i in range(count)]
-    if pause_after > 1:
-        assert pauses == 0  # every slot freed within pause_after: never paused
-    else:
-        assert pauses >= 1
-    await _assert_nothing_redelivered(kafka, group, FETCH_RESULTS, "host-0.test", pb.FetchResult(request_id="new"))
 
 
 async def test_batch_wait_hands_over_the_records_that_came_without_waiting_for_a_full_batch(

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from libs.common.kafka.consumer import Record, TopicConsumer
+from libs.common.kafka.consumer import Record, TopicConsumer, TopicHandler
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import Service
@@ -53,7 +53,7 @@ class Collector:
     def __init__(self) -> None:
         self.records: list[Record[Any]] = []
 
-    async def __call__(self, records: list[Record[Any]]) -> None:
+    async def __call__(self, records: Sequence[Record[Any]]) -> None:
         self.records.extend(records)
 
     def values(self, topic_name: str) -> list[Any]:
@@ -108,7 +108,8 @@ class FetcherRig:
         await self._producer.start()
         self._outputs = TopicConsumer(
             self.kafka, service="rig", group_id=f"{self._prefix}rig",
-            topics=[FETCH_OUTCOMES, FETCH_RESULTS, DISCOVERED_URLS], handler=self.collector, producer=self._producer,
+            handlers=[TopicHandler(t, self.collector) for t in (FETCH_OUTCOMES, FETCH_RESULTS, DISCOVERED_URLS)],
+            producer=self._producer,
         )
         await self._outputs.start()
         self.service = await build(self.env())

@@ -8,7 +8,7 @@ handler sends are read back from their topic and handed to it as the consumer wo
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,22 +60,23 @@ class Env:
         """Hands every transfer sent so far to ``handler`` until none is left; returns how many."""
         total = 0
         while batch := await self.transfers.new(settle=0.6):
-            await deliver(handler, batch)
+            await deliver(handler.cash_transfers, batch)
             total += len(batch)
         return total
 
     async def crawl(self, handler: ImportanceHandler, nodes: list[int], batch: int = 40) -> None:
         for part in chunks(nodes, batch):
-            await deliver(handler, self.feed.records(part))
+            await deliver(handler.page_links, self.feed.records(part))
             await self.pump(handler)
 
 
-async def deliver(handler: ImportanceHandler, records: list[Record[Any]]) -> None:
-    """Hands a batch over, retrying once when a copy was stale, as the consumer retries transient errors."""
+async def deliver(handle: Callable[[list[Record[Any]]], Awaitable[None]], records: list[Record[Any]]) -> None:
+    """Hands a batch of one topic over, retrying once when a copy was stale, as the consumer retries transient
+    errors."""
     try:
-        await handler(records)
+        await handle(records)
     except Fenced:
-        await handler(records)
+        await handle(records)
 
 
 @pytest.fixture
@@ -128,10 +129,11 @@ async def test_cash_is_conserved_across_partitions_restarts_and_redeliveries(env
     # A restart: a new instance with nothing in memory loads the committed state and carries on;
     # a share of what it gets is redelivered (page links and transfers it already applied).
     _, restarted = env.make()
-    await restarted(env.feed.sent[: half // 3])
-    await restarted(env.transfers.seen[: len(env.transfers.seen) // 2])
+    await restarted.page_links(env.feed.sent[: half // 3])
+    await restarted.cash_transfers(env.transfers.seen[: len(env.transfers.seen) // 2])
     await env.crawl(restarted, order[half:])
-    await restarted(env.feed.sent[-20:] + env.transfers.seen[-5:])
+    await restarted.page_links(env.feed.sent[-20:])
+    await restarted.cash_transfers(env.transfers.seen[-5:])
     final = await audit(env.db)
     assert_conserved(final.total)
     assert final.in_flight == pytest.approx(0.0, abs=1e-9)
@@ -162,8 +164,8 @@ async def test_a_stale_copy_cannot_commit_and_catches_up_on_retry(env: Env) -> N
     await env.crawl(b, order[60:120])  # b loads the partitions a committed and commits over them
     records = env.feed.records(order[120:160])
     with pytest.raises(Fenced):
-        await a(records)  # a's copies are stale: nothing of this batch is committed
-    await a(records)  # the retry loads the committed state first
+        await a.page_links(records)  # a's copies are stale: nothing of this batch is committed
+    await a.page_links(records)  # the retry loads the committed state first
     await env.pump(b)
     result = await audit(env.db)
     assert_conserved(result.total)
@@ -181,7 +183,7 @@ async def test_transfers_left_in_the_outbox_are_sent_again_and_applied_once(env:
 
     monkeypatch.setattr(owned, "_send", lost)
     with pytest.raises(ConnectionError):
-        await handler(env.feed.records(order[50:90]))  # committed, transfers not sent
+        await handler.page_links(env.feed.records(order[50:90]))  # committed, transfers not sent
     monkeypatch.undo()
     async with env.db.connection() as conn:
         cur = await conn.execute("SELECT count(*), coalesce(sum(cash), 0) FROM importance.outbox")
