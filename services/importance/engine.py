@@ -21,10 +21,19 @@ Sliding window (a changing graph): with S the time since the page's last visit a
 window, a visit sets H = C * T / S if T < S, else H = H * (T - S) / T + C; then C = 0.
 A page's first visit adds C to H.
 
-Replays: a crawled page keeps the followed out-links of its last crawl (fingerprints and the
-partition owning each). Replaying it is an OPIC visit without a fetch: its cash goes to
-its history through the window, as at a crawl, and the caller shares it over those
-out-links and the virtual page (``Shard.replay``). OPIC's estimates converge as every
+Internal links: a page's cash is shared over its out-links by weight, ``internal_link_weight``
+for a link to a page of its own site (same host and port), 1 for a link to another site, so a
+page with links of both kinds sends most of its cash out of its site (``Shard.visit``; a page
+whose links are all of one kind shares equally). Within a site the navigation links every page
+to the home and section pages and the pages to each other: with equal shares, the cash that
+entered a site (a seed's, or a rich page's) circulates among the site's uncrawled pages until
+they are crawled, and a crawl spends its first pages on the few sites it entered first.
+
+Replays: a crawled page keeps the followed out-links of its last crawl (fingerprints, the
+partition owning each, and whether the link is internal, in the owner's top bit). Replaying it
+is an OPIC visit without a fetch: its cash goes to its history through the window, as at a
+crawl, and the caller shares it over those out-links, weighed as at the crawl, and the virtual
+page (``Shard.replay``). OPIC's estimates converge as every
 page's cash keeps being passed on; a crawl passes it on once per fetch, replays between
 fetches pass it on without asking the web again (``docs/evaluation.md`` has the figures).
 
@@ -52,6 +61,9 @@ from services.importance.discovery import DiscoveryWeights
 
 CRAWLED = 0x10
 KIND_MASK = 0x0F
+INTERNAL = 0x8000
+"""Top bit of a kept link's owner: the link is internal (the partition is in the other 15 bits)."""
+MAX_PARTITIONS = INTERNAL
 
 
 @dataclass(frozen=True)
@@ -72,13 +84,17 @@ class OpicConfig:
     """A touched page is announced only if its cash moved by more than this share since it last was."""
     replays_per_visit: float = 0.0
     """Replays of crawled pages (``Shard.replay``) per crawl applied; 0: cash moves only at crawls."""
+    internal_link_weight: float = 1.0
+    """Weight of a link to a page of the same site in sharing a page's cash (other links: 1); 1: all alike."""
     partitions: int = 1
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.virtual_share <= 1.0 or not 0.0 <= self.virtual_to_all <= 1.0:
             raise ValueError("virtual_share and virtual_to_all must be within [0, 1]")
-        if self.window_seconds <= 0 or self.announce_growth <= 0 or self.partitions < 1:
-            raise ValueError("window_seconds and announce_growth must be > 0, partitions >= 1")
+        if self.window_seconds <= 0 or self.announce_growth <= 0 or not 1 <= self.partitions <= MAX_PARTITIONS:
+            raise ValueError(f"window_seconds and announce_growth must be > 0, 1 <= partitions <= {MAX_PARTITIONS}")
+        if not 0.0 < self.internal_link_weight <= 1.0:
+            raise ValueError("internal_link_weight must be within (0, 1]")
         if self.announce_min_change < 0 or self.replays_per_visit < 0:
             raise ValueError("announce_min_change and replays_per_visit must be >= 0")
 
@@ -208,13 +224,25 @@ class OpicEngine:
         end = self.url_end[s]
         return self.url_text[self.url_end[s - 1] if s else 0 : end].decode("utf-8") or self.site_urls.get(s, "")
 
-    def keep_links(self, s: int, keys: Sequence[int], owners: Sequence[int]) -> None:
-        """Remembers the followed out-links of the page's crawl (replayed until its next crawl)."""
-        self.links[s] = array("q", keys).tobytes() + array("H", owners).tobytes()
+    def keep_links(self, s: int, keys: Sequence[int], owners: Sequence[int],
+                   internal: Sequence[bool] | None = None) -> None:
+        """Remembers the followed out-links of the page's crawl (replayed until its next crawl).
+
+        ``internal`` flags the links to pages of the page's own site (kept in the owners' top bit).
+        """
+        kept = array("H", owners)
+        if internal is not None:
+            kept = array("H", [o | INTERNAL if i else o for o, i in zip(owners, internal, strict=True)])
+        self.links[s] = array("q", keys).tobytes() + kept.tobytes()
         self.links_dirty.add(s)
 
     def kept_links(self, s: int) -> tuple[array[int], array[int]] | None:
         """The out-links kept for the page (fingerprints, owners), or None if it has none kept."""
+        kept = self.kept_links_flagged(s)
+        return None if kept is None else kept[:2]
+
+    def kept_links_flagged(self, s: int) -> tuple[array[int], array[int], list[bool] | None] | None:
+        """The out-links kept for the page: fingerprints, owners and which are internal (None: none is)."""
         raw = self.links.get(s)
         if raw is None:
             return None
@@ -222,7 +250,10 @@ class OpicEngine:
         keys, owners = array("q"), array("H")
         keys.frombytes(raw[: 8 * n])
         owners.frombytes(raw[8 * n :])
-        return keys, owners
+        if not owners or max(owners) < INTERNAL:
+            return keys, owners, None
+        internal = [o >= INTERNAL for o in owners]
+        return keys, array("H", [o & ~INTERNAL for o in owners]), internal
 
     def crawled(self, s: int) -> bool:
         return bool(self.flags[s] & CRAWLED)

@@ -74,6 +74,12 @@ class ImportanceSettings:
         " out-links of their last crawl, without a fetch, so the estimates converge between fetches"
         " (0: cash moves only when a page is crawled; each replay keeps the page's out-links in the state).",
     )
+    internal_link_weight: float = setting(
+        "TRAWL_IMPORTANCE_INTERNAL_LINK_WEIGHT", 0.1,
+        "Weight of a link to a page of the same site (host and port) when a page's cash is shared over its"
+        " out-links, against 1 for a link to another site (a page whose links are all of one kind shares"
+        " equally): a site's navigation keeps less of the cash that enters it. 1: all links alike (OPIC).",
+    )
     batch_size: int = setting(
         "TRAWL_IMPORTANCE_BATCH_SIZE", 5000,
         "Records consumed and committed together: larger batches mean fewer, larger changelog writes.",
@@ -98,5 +104,6 @@ class ImportanceSettings:
             announce_growth=self.announce_growth,
             announce_min_change=self.announce_min_change,
             replays_per_visit=self.replays_per_visit,
+            internal_link_weight=self.internal_link_weight,
             partitions=partitions,
         )

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from prometheus_client import Counter
@@ -43,6 +44,19 @@ def replay_priority(engine: OpicEngine, s: int) -> float:
     """
     c = engine.effective_cash(s)
     return c / math.sqrt(engine.history[s] + c) if c > 0.0 else 0.0
+
+
+def site_prefix(url: str) -> str:
+    """What a URL in normal form of the same site as ``url`` has after its scheme: ``host[:port]/``."""
+    start = url.find("://") + 3
+    end = url.find("/", start)
+    return url[start:] + "/" if end < 0 else url[start : end + 1]
+
+
+def internal_links(url: str, targets: Sequence[str]) -> list[bool]:
+    """Which of ``targets`` (URLs in normal form) are on the site of ``url``: the same host and port, any scheme."""
+    prefix = site_prefix(url)
+    return [t.startswith(prefix, t.find("://") + 3) for t in targets]
 
 
 class Announcement(NamedTuple):
@@ -101,17 +115,20 @@ class Shard:
 
         ``owners`` gives the partition of each target; ``at`` is the crawl time in seconds. With
         replays on, the out-links are kept for them and the crawl earns ``replays_per_visit`` replays.
+        With ``internal_link_weight`` below 1 the targets on the page's own site are found by their
+        URLs (``internal_links``) and get that weight in the shares.
         """
         engine = self.engine
         s = self.page(key, url)
         cash = engine.visit(s, at)
         self._touched[s] = url
         self._visited.add(s)
+        internal = internal_links(url, target_urls) if engine.config.internal_link_weight != 1.0 else None
         replays = engine.config.replays_per_visit
         if replays:
-            engine.keep_links(s, target_keys, owners)
+            engine.keep_links(s, target_keys, owners, internal)
             self._credit += replays
-        self._share(cash, target_keys, target_urls, owners)
+        self._share(cash, target_keys, target_urls, owners, internal)
 
     def replay(self, at: float) -> int:
         """Replays as many crawled pages as the crawls since earned, highest priority first; returns how many.
@@ -146,13 +163,13 @@ class Shard:
             if priority < -recorded * (1.0 - 1e-9):
                 heapq.heappush(heap, (-priority, s))
                 continue
-            kept = engine.kept_links(s)
+            kept = engine.kept_links_flagged(s)
             if kept is None:
                 continue
-            keys, owners = kept
+            keys, owners, internal = kept
             cash = engine.replay(s, at)
             self._touched.setdefault(s, "")  # announced by the usual rule (a drop to 0 is not, see the docstring)
-            self._share(cash, keys, None, owners)
+            self._share(cash, keys, None, owners, internal)
             self.replayed_links += len(keys)
             self._note_changed()  # its targets here may be next
             done += 1
@@ -173,11 +190,12 @@ class Shard:
         changed.clear()
 
     def _share(self, cash: float, target_keys: Sequence[int], target_urls: Sequence[str] | None,
-               owners: Sequence[int]) -> None:
+               owners: Sequence[int], internal: Sequence[bool] | None = None) -> None:
         """Shares a visited page's cash over its targets and the virtual page.
 
         ``target_urls`` None (a replay): the targets are known pages; shares for other partitions
-        travel without URLs, their owners have them.
+        travel without URLs, their owners have them. ``internal`` flags the targets on the page's
+        site, which weigh ``internal_link_weight`` against 1 for the others (None: all weigh 1).
         """
         engine = self.engine
         touched = self._touched
@@ -187,23 +205,34 @@ class Shard:
             engine.distribute()
             return
         virtual = cash * engine.config.virtual_share if engine.config.virtual_page else 0.0
-        share = (cash - virtual) / n
-        virtual = cash - share * n
+        inside = sum(internal) if internal is not None else 0
+        amounts: Iterable[float]
+        mixed = 0 < inside < n
+        if mixed:  # links of both kinds: an internal one gets its weight's part of an external one's share
+            weight = engine.config.internal_link_weight
+            share = (cash - virtual) / (n - inside + weight * inside)
+            small = share * weight
+            amounts = [small if i else share for i in internal or ()]
+            virtual = cash - math.fsum((share * (n - inside), small * inside))
+        else:
+            share = (cash - virtual) / n
+            amounts = repeat(share, n)
+            virtual = cash - share * n
         here = self.partition
         slots, balances, dirty, outgoing = engine.slots, engine.cash, engine.dirty, self.outgoing
         changed = self._changed if engine.config.replays_per_visit else None
-        sent = 0
+        sent, sent_cash = 0, 0.0
         urls = target_urls if target_urls is not None else [""] * n
-        for tkey, turl, part in zip(target_keys, urls, owners, strict=True):
+        for tkey, turl, part, amount in zip(target_keys, urls, owners, amounts, strict=True):
             if part == here:
                 st = slots.get(tkey)
                 if st is None:
                     if target_urls is None:  # a kept link to a page this partition does not know
                         UNKNOWN_TARGETS.inc()
-                        virtual += share
+                        virtual += amount
                         continue
                     st = engine.add(tkey, normalized_host(turl), url_kind(turl), turl)
-                balances[st] += share
+                balances[st] += amount
                 dirty.add(st)
                 if changed is not None:
                     changed.add(st)
@@ -214,10 +243,11 @@ class Shard:
                     out = outgoing[part] = Outgoing()
                 out.keys.append(tkey)
                 out.urls.append(turl)
-                out.cash.append(share)
+                out.cash.append(amount)
                 sent += 1
+                sent_cash += amount
         if sent:
-            engine.send(share * sent)
+            engine.send(sent_cash if mixed else share * sent)
         engine.to_virtual(virtual)
         engine.distribute()
 

@@ -8,7 +8,7 @@ import pytest
 
 from services.importance.discovery import UNIFORM, DiscoveryWeights
 from services.importance.engine import OpicConfig, OpicEngine
-from services.importance.shard import Shard, replay_priority
+from services.importance.shard import Shard, internal_links, replay_priority
 
 
 def test_shares_for_pages_of_other_partitions_leave_as_outgoing_transfers() -> None:
@@ -170,3 +170,69 @@ def test_a_replay_takes_the_page_with_the_largest_cash_for_its_size_first() -> N
     assert here.replay(3.0) == 1
     # the small page's 1 credit is all it ever received: it goes before the 4 of a page that holds 54
     assert engine.effective_cash(engine.slots[2]) == 0.0 and engine.effective_cash(engine.slots[1]) == 4.0
+
+
+def test_links_to_the_same_host_and_port_are_internal_whatever_the_scheme() -> None:
+    page = "http://a.example/x/y.html"
+    targets = ["https://a.example/", "http://a.example/z", "http://b.example/", "http://a.example:8080/",
+               "http://a.example.org/", "http://sub.a.example/"]
+    assert internal_links(page, targets) == [True, True, False, False, False, False]
+    assert internal_links("http://a.example:8080/", ["http://a.example:8080/p", "http://a.example/p"]) == [True, False]
+
+
+def weighted_pair(weight: float, replays: float = 0.0) -> tuple[Shard, Shard]:
+    config = OpicConfig(weights=UNIFORM, virtual_share=0.0, internal_link_weight=weight, replays_per_visit=replays,
+                        partitions=2)  # no share for the virtual page: its dividends would blur the shares
+    return Shard(0, OpicEngine(config, 50.0)), Shard(1, OpicEngine(config, 50.0))
+
+
+def test_a_page_sends_most_of_its_cash_out_of_its_site_when_internal_links_weigh_less() -> None:
+    here, there = weighted_pair(0.25)
+    a = "http://a.example/1"
+    targets = {2: "http://a.example/2", 3: "http://a.example/3", 4: "http://b.example/", 5: "http://c.example/5"}
+    here.page(1, a)
+    here.engine.distribute()  # page 1 holds partition 0's 50
+    # 50 to share over two internal links (weight 0.25 each) and two external ones (1 each): 20 and 5
+    here.visit(1, a, list(targets), list(targets.values()), [0, 1, 0, 1], 1.0)
+    engine = here.engine
+    assert engine.effective_cash(engine.slots[2]) == pytest.approx(5.0)
+    assert engine.effective_cash(engine.slots[4]) == pytest.approx(20.0)
+    out = here.take_outgoing()[1]
+    assert out.keys == [3, 5] and out.cash == [pytest.approx(5.0), pytest.approx(20.0)]
+    assert engine.totals.sent == pytest.approx(25.0)
+    there.receive(out.keys, out.urls, out.cash)
+    assert math.isclose(here.engine.accounted() + there.engine.accounted(), 100.0, rel_tol=1e-12)
+
+
+def test_a_page_whose_links_are_all_of_one_kind_shares_equally() -> None:
+    for targets in (["http://a.example/2", "http://a.example/3"], ["http://b.example/", "http://c.example/"]):
+        here, _ = weighted_pair(0.1)
+        here.page(1, "http://a.example/1")
+        here.engine.distribute()
+        here.visit(1, "http://a.example/1", [2, 3], targets, [0, 0], 1.0)
+        engine = here.engine
+        assert [engine.effective_cash(engine.slots[k]) for k in (2, 3)] == [pytest.approx(25.0)] * 2
+
+
+def test_a_replay_weighs_the_kept_links_as_the_crawl_did() -> None:
+    here, there = weighted_pair(0.5, replays=1.0)
+    a, b, c = "http://a.example/a", "http://a.example/b", "http://b.example/c"
+    here.visit(1, a, [2, 3], [b, c], [0, 1], 1.0)
+    here.take_outgoing()
+    engine = here.engine
+    kept = engine.kept_links(engine.slots[1])
+    assert kept is not None and list(kept[1]) == [0, 1]  # the owners, without the internal flag
+    here.receive([1], [a], [9.0])
+    before = engine.effective_cash(engine.slots[2])
+    assert here.replay(2.0) == 1  # 9 over b (weight 0.5) and c (1)
+    assert engine.effective_cash(engine.slots[2]) - before == pytest.approx(3.0)
+    out = here.take_outgoing()[1]
+    assert out.keys == [3] and out.cash == [pytest.approx(6.0)]
+    there.receive(out.keys, out.urls, out.cash)
+    assert math.isclose(engine.accounted(), engine.expected(), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("weight", [0.0, -0.5, 1.5])
+def test_the_internal_link_weight_is_within_zero_and_one(weight: float) -> None:
+    with pytest.raises(ValueError, match="internal_link_weight"):
+        OpicConfig(internal_link_weight=weight)
