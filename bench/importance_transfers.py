@@ -215,8 +215,9 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
             by_topic: dict[str, list[Record[Any]]] = {}
             for record in batch:
                 by_topic.setdefault(record.topic.name, []).append(record)
-            for name, records in by_topic.items():
-                await handlers[name](records)
+            for name, handle in handlers.items():  # in the handlers' order, as the consumer does
+                if name in by_topic:
+                    await handle(by_topic[name])
             states = owned.states.values()
             base = SLOTS * job.index
             shared[base] = sum(s.engine.totals.sent for s in states)

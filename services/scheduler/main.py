@@ -15,13 +15,7 @@ from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
-from libs.common.topics import (
-    DISCOVERED_URLS,
-    FETCH_OUTCOMES,
-    FETCH_REQUESTS,
-    IMPORTANCE_UPDATES,
-    PAGE_LINK_COUNTS,
-)
+from libs.common.topics import DISCOVERED_URLS, FETCH_REQUESTS
 from services.scheduler.admin.api import SERVICE_NAME, AdminApi, AdminState, registrar
 from services.scheduler.admin.topics import topic_stats
 from services.scheduler.bandits.goal_sites import GoalSites
@@ -62,8 +56,8 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="scheduler",
         group_id=settings.group_id,
-        topics=[DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES, PAGE_LINK_COUNTS],
-        handler=SchedulerHandler(store, settings, lambda: dispatcher.wake(), sent=sent, goal_sites=goal_sites),
+        handlers=SchedulerHandler(store, settings, lambda: dispatcher.wake(), sent=sent,
+                                  goal_sites=goal_sites).topic_handlers(),
         producer=producer,
         batch_size=settings.consumer_batch,
         batch_wait=settings.consumer_wait,

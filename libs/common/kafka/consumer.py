@@ -4,8 +4,9 @@ A consumer is given one :class:`TopicHandler` per topic it reads: a declared top
 handler of that topic's records, typed by the topic's message (``Sequence[Record[pb.PageLinks]]``
 for page links). Records are decoded by their topic's declared type; undecodable ones go
 straight to the dead-letter topic. Each poll's records are handed over in batches, one per
-topic (in the order of each partition; topics by their first record in the poll), so a
-handler sees only its own topic's records and never asks which topic a record came from.
+topic (in the order of each partition; topics in the order their handlers were given, so
+that discoveries can be admitted before the priorities that name them), so a handler sees
+only its own topic's records and never asks which topic a record came from.
 Offsets are committed only after every batch of the poll was handled and the producer
 flushed, so a crash replays at most the uncommitted tail: handlers must be idempotent.
 
@@ -34,7 +35,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar, cast
+from typing import Any, Generic, TypeAlias, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from google.protobuf.message import Message
@@ -86,7 +87,7 @@ class TopicHandler(Generic[M]):
 
 
 def _by_topic(records: Sequence[Record[Any]]) -> dict[str, list[Record[Any]]]:
-    """The records of each topic (by declared name), in their order; topics by their first record."""
+    """The records of each topic (by declared name), in their order."""
     groups: dict[str, list[Record[Any]]] = {}
     for record in records:
         groups.setdefault(record.topic.name, []).append(record)
@@ -113,10 +114,8 @@ class TopicConsumer:
         *,
         service: str,
         group_id: str,
-        handlers: Sequence[TopicHandler[Any]] = (),
+        handlers: Sequence[TopicHandler[Any]],
         producer: TopicProducer,
-        topics: Sequence[Topic] = (),
-        handler: Callable[[list[Record[Any]]], Awaitable[None]] | None = None,
         batch_size: int = 500,
         poll_timeout: float = 0.2,
         batch_wait: float | None = None,
@@ -130,8 +129,6 @@ class TopicConsumer:
         ``fetch_wait_ms`` (default the settings' ``fetch_wait_max_ms``): how long the broker may hold a
         fetch for want of data, for consumers on the fetch loop (``loop_fetch_wait_max_ms``).
         """
-        if handler is not None:  # one handler for every topic, called with one topic's records at a time
-            handlers = [*handlers, *(TopicHandler(t, cast("BatchHandler[Any]", handler)) for t in topics)]
         names = [h.topic.name for h in handlers]
         if len(set(names)) != len(names) or not names:
             raise ValueError(f"one handler per topic, at least one: {names}")
@@ -398,12 +395,14 @@ class TopicConsumer:
                 backoff = min(backoff * 2, self._max_backoff)
 
     async def _process_batch(self, records: list[Record[Any]]) -> None:
-        """Hands each topic's records of one poll to that topic's handler, one topic after the other."""
+        """Hands each topic's records of one poll to that topic's handler, topics in the handlers' order."""
         if not records:
             return
         started = time.monotonic()
-        for group in _by_topic(records).values():
-            await self._process_topic_batch(group)
+        groups = _by_topic(records)
+        for name in self._handlers:
+            if name in groups:
+                await self._process_topic_batch(groups[name])
         metrics.BATCH_SECONDS.labels(self._service).observe(time.monotonic() - started)
 
     async def _process_topic_batch(self, records: list[Record[Any]]) -> None:

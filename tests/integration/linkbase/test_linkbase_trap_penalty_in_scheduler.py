@@ -58,9 +58,11 @@ async def test_a_duplicate_heavy_path_lowers_its_urls_priority(linkbase_db: Data
     await db.start()
     try:
         handler = SchedulerHandler(FrontierStore(db, FETCH_REQUESTS.partitions), SchedulerSettings())
-        await handler([
+        await handler.discovered_urls([
             _record(DISCOVERED_URLS, pb.DiscoveredUrl(url="http://a.test/cal/8", depth=1, path_key="a.test/cal")),
             _record(DISCOVERED_URLS, pb.DiscoveredUrl(url="http://a.test/news/1", depth=1, path_key="a.test/news")),
+        ])
+        await handler.importance_updates([
             _record(IMPORTANCE_UPDATES, pb.ImportanceUpdates(host="a.test", updates=[
                 pb.ImportanceUpdate(url="http://a.test/cal/8", cash=1.0),
                 pb.ImportanceUpdate(url="http://a.test/news/1", cash=1.0)])),
@@ -68,10 +70,10 @@ async def test_a_duplicate_heavy_path_lowers_its_urls_priority(linkbase_db: Data
         before = await _priorities(db)
         assert before["http://a.test/cal/8"][:2] == before["http://a.test/news/1"][:2] == (1.0, 0.0)
         # A later discovery under the path carries its penalty: queued URLs of the path follow.
-        await handler([_record(DISCOVERED_URLS, pb.DiscoveredUrl(
+        await handler.discovered_urls([_record(DISCOVERED_URLS, pb.DiscoveredUrl(
             url="http://a.test/cal/9", depth=1, path_key="a.test/cal", path_penalty=penalties[(trap.host_id,
                                                                                                 "a.test/cal")]))])
-        await handler([_record(IMPORTANCE_UPDATES, pb.ImportanceUpdates(
+        await handler.importance_updates([_record(IMPORTANCE_UPDATES, pb.ImportanceUpdates(
             host="a.test", updates=[pb.ImportanceUpdate(url="http://a.test/cal/9", cash=2.0)]))])
         after = await _priorities(db)
         assert after["http://a.test/cal/8"][:2] == pytest.approx((0.1, 0.9))
@@ -79,8 +81,8 @@ async def test_a_duplicate_heavy_path_lowers_its_urls_priority(linkbase_db: Data
         assert after["http://a.test/news/1"] == (1.0, 0.0, "a.test/news")
         # The penalty goes away when the path recovers; a redelivered discovery changes nothing.
         recovered = pb.DiscoveredUrl(url="http://a.test/cal/10", depth=1, path_key="a.test/cal", path_penalty=0.0)
-        await handler([_record(DISCOVERED_URLS, recovered)])
-        await handler([_record(DISCOVERED_URLS, recovered)])
+        await handler.discovered_urls([_record(DISCOVERED_URLS, recovered)])
+        await handler.discovered_urls([_record(DISCOVERED_URLS, recovered)])
         final = await _priorities(db)
         assert final["http://a.test/cal/8"][:2] == pytest.approx((1.0, 0.0))
         assert final["http://a.test/cal/9"][:2] == pytest.approx((2.0, 0.0))

@@ -26,7 +26,7 @@ def _consumer(handlers: Sequence[TopicHandler[Any]]) -> TopicConsumer:
                          producer=TopicProducer(KAFKA, "handlers-test"))
 
 
-async def test_each_handler_gets_its_own_topic_s_records_in_order_topics_by_their_first_record() -> None:
+async def test_each_handler_gets_its_own_topic_s_records_in_order_topics_in_the_handlers_order() -> None:
     calls: list[tuple[str, list[tuple[int, int]]]] = []
 
     async def documents(records: Sequence[Record[pb.Document]]) -> None:
@@ -45,7 +45,7 @@ async def test_each_handler_gets_its_own_topic_s_records_in_order_topics_by_thei
         _record(DOCUMENTS, 0, 6, pb.Document(url="http://c.test/")),
         _record(PAGE_LINKS, 3, 1, pb.PageLinks(url="http://d.test/")),
     ])
-    assert calls == [("documents", [(0, 5), (1, 2), (0, 6)]), ("links", [(0, 7), (3, 1)])]
+    assert calls == [("links", [(0, 7), (3, 1)]), ("documents", [(0, 5), (1, 2), (0, 6)])]
     assert consumer.processed == 5
 
 

@@ -133,9 +133,9 @@ async def test_external_links_are_credited_once_per_page(
     batch = [link_counts("http://A.example/#top", 7), link_counts("http://a.example/2", 2),
              link_counts("http://a.example/", 9),  # the same page again in the batch: the first count wins
              link_counts("http://c.example/", 50)]  # not an arm: not recorded
-    await handler(batch)
-    await handler(batch)  # redelivered: nothing more
-    await handler([link_counts("http://a.example/2", 40)])  # the page counted again (a refetch): ignored
+    await handler.page_link_counts(batch)
+    await handler.page_link_counts(batch)  # redelivered: nothing more
+    await handler.page_link_counts([link_counts("http://a.example/2", 40)])  # counted again (a refetch): ignored
     states = {s.site: s for s in await goal_sites.states(["a.example", "b.example"], "external_links", 32)}
     a, b = states["a.example"], states["b.example"]
     # the other page of a is still queued: credited, not yet one of the recent pulls

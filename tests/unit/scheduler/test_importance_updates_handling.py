@@ -34,9 +34,9 @@ def _updates(host: str, *pages: tuple[str, float]) -> Record[Any]:
 def test_every_entry_of_every_message_sets_its_pages_priority_in_order() -> None:
     store = _Store()
     handler = SchedulerHandler(store, SchedulerSettings())  # type: ignore[arg-type]
-    asyncio.run(handler([_updates("a.test", ("http://a.test/1", 0.5), ("HTTP://A.test:80/2", 0.25)),
-                         _updates("b.test", ("http://b.test/", 2.0)), _updates("c.test"),
-                         _updates("a.test", ("http://a.test/1", 0.75))]))
+    asyncio.run(handler.importance_updates([_updates("a.test", ("http://a.test/1", 0.5), ("HTTP://A.test:80/2", 0.25)),
+                                            _updates("b.test", ("http://b.test/", 2.0)), _updates("c.test"),
+                                            _updates("a.test", ("http://a.test/1", 0.75))]))
     assert [(p.url, p.host, p.url_fp, p.priority) for p in store.priorities] == [
         (u, h, normalized_fingerprint(u), crawl_priority(c)) for u, h, c in (
             ("http://a.test/1", "a.test", 0.5), ("http://a.test/2", "a.test", 0.25), ("http://b.test/", "b.test", 2.0),
@@ -47,5 +47,6 @@ def test_an_entry_whose_url_is_not_valid_makes_the_message_poison() -> None:
     store = _Store()
     handler = SchedulerHandler(store, SchedulerSettings())  # type: ignore[arg-type]
     with pytest.raises(PoisonMessage, match="invalid URL"):
-        asyncio.run(handler([_updates("a.test", ("http://a.test/1", 0.5), ("http://[::1/broken", 1.0))]))
+        asyncio.run(handler.importance_updates([_updates("a.test", ("http://a.test/1", 0.5),
+                                                         ("http://[::1/broken", 1.0))]))
     assert store.priorities == []

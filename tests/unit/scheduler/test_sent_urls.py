@@ -48,7 +48,7 @@ def test_outcomes_of_sent_and_unknown_urls_name_the_same_page() -> None:
     handler = SchedulerHandler(store, SchedulerSettings(), sent=sent)  # type: ignore[arg-type]
     url = "http://b.test/page"
     sent.sent(url, "b.test", normalized_fingerprint(url))
-    asyncio.run(handler([_outcome(url, "r1"), _outcome("HTTP://B.test:80/page", "r2")]))
+    asyncio.run(handler.fetch_outcomes([_outcome(url, "r1"), _outcome("HTTP://B.test:80/page", "r2")]))
     first, second = store.outcomes
     assert (first.url_fp, first.host) == (second.url_fp, second.host) == (normalized_fingerprint(url), "b.test")
     assert len(sent) == 0
