@@ -49,6 +49,7 @@ async def build(env: Mapping[str, str]) -> Service:
     goal_sites = GoalSites(db)
     store = FrontierStore(db, FETCH_REQUESTS.partitions, clock=clock, revisits=freshness.hook, weights=weights,
                           queue_depth=settings.host_queue_depth, dispatch_ahead=settings.dispatch_ahead,
+                          behind_max_gap=settings.behind_max_gap,
                           listeners=[goal_sites])
     producer = TopicProducer(kafka, "scheduler")
     sent = SentUrls(2 * settings.max_in_flight + settings.dispatch_batch)

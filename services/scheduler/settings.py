@@ -20,16 +20,25 @@ class SchedulerSettings:
     host_queue_depth: int = setting(
         "TRAWL_SCHEDULER_HOST_QUEUE_DEPTH",
         2,
-        "Requests of a host handed out at once: the one being fetched and those waiting their turn at the"
-        " fetcher, which keeps the host's politeness (one on the wire, the gap between). 2 lets the next request"
-        " start as soon as the gap has passed, not once the outcome has come back and a round has run.",
+        "Requests of a host with a short gap (TRAWL_SCHEDULER_BEHIND_MAX_GAP) handed out at once: the one being"
+        " fetched and those waiting their turn at the fetcher, which keeps the host's politeness (one on the wire,"
+        " the gap between). 2 lets the next request start as soon as a short gap has passed, not once the outcome"
+        " has come back and a round has run.",
+    )
+    behind_max_gap: float = setting(
+        "TRAWL_SCHEDULER_BEHIND_MAX_GAP",
+        0.5,
+        "Seconds: a host whose gap is at least this long gets no request queued behind the one out. Its outcome has"
+        " time to come back within the gap, and its next URL is chosen then (TRAWL_SCHEDULER_DISPATCH_AHEAD_SECONDS"
+        " before the gap ends), with the cash its last pages passed on.",
     )
     dispatch_ahead: float = setting(
         "TRAWL_SCHEDULER_DISPATCH_AHEAD_SECONDS",
-        2.0,
+        0.3,
         "A host is handed its next request up to this long before its next allowed time: the fetcher, which keeps"
         " the gap, holds the request until then and starts it as the gap ends, not a broker hop and a dispatch round"
-        " later (0: only once the time has come).",
+        " later (0: only once the time has come). Longer starts more punctually under load; shorter chooses the"
+        " next URL later, knowing more.",
     )
     dispatch_interval: float = setting(
         "TRAWL_SCHEDULER_DISPATCH_INTERVAL", 0.05, "Seconds between dispatch rounds when nothing was ready."

@@ -69,10 +69,12 @@ _FREE_AHEAD = (
 )
 _SHARED = "slots > 1 AND in_flight BETWEEN 1 AND slots - 1 AND gap_seconds IS NOT NULL"
 
-# Hosts of one slot with requests out but fewer than the queue depth: the next request waits at
-# the fetcher for the host's gap instead of for the outcome's way back (hosts_busy_heads, migration
-# 0024, indexes these: at most the in-flight budget).
-_BEHIND = "slots = 1 AND in_flight BETWEEN 1 AND %(depth)s - 1"
+# Hosts of one slot with requests out but fewer than the queue depth, whose gap is shorter than
+# ``behind_gap``: the next request waits at the fetcher for the host's gap instead of for the outcome's
+# way back (hosts_busy_heads, migration 0024, indexes these: at most the in-flight budget). A host with
+# a longer gap has time for its outcome to come back: its next URL is chosen then (up to ``ahead``
+# before the gap ends), with the cash its last pages passed on, rather than as soon as one is out.
+_BEHIND = "slots = 1 AND in_flight BETWEEN 1 AND %(depth)s - 1 AND coalesce(gap_seconds, 0) < %(behind_gap)s"
 
 
 def select_and_take(queue_depth: int = 1) -> str:

@@ -215,15 +215,18 @@ often handed out before its new pages' cash is announced)."""
 class FrontierStore:
     def __init__(self, db: Database, partitions: int, clock: SchedulerClock | None = None,
                  revisits: RevisitPlanning | None = None, weights: PriorityWeights | None = None,
-                 queue_depth: int = 1, dispatch_ahead: float = 0.0, listeners: Sequence[FrontierListener] = ()) -> None:
+                 queue_depth: int = 1, dispatch_ahead: float = 0.0, behind_max_gap: float = float("inf"),
+                 listeners: Sequence[FrontierListener] = ()) -> None:
         """``dispatch_ahead``: seconds before a one-slot host's next allowed time it may be handed a request
-        (the fetcher holds it until the gap has passed). ``listeners`` are told of discoveries and applied
-        outcomes, in order, then ``revisits`` (a listener too)."""
+        (the fetcher holds it until the gap has passed). ``behind_max_gap``: a request waits behind another
+        of its host (``queue_depth`` > 1) only while the host's gap is shorter than this. ``listeners`` are
+        told of discoveries and applied outcomes, in order, then ``revisits`` (a listener too)."""
         if queue_depth < 1:
             raise ValueError(f"a host's queue depth is at least 1, not {queue_depth}")
         self._db = db
         self._queue_depth = queue_depth
         self._dispatch_ahead = max(0.0, dispatch_ahead)
+        self._behind_max_gap = behind_max_gap
         self._select_and_take = host_heads.select_and_take(queue_depth)
         self._partitions = partitions
         self._clock = clock or SystemClock()
@@ -365,7 +368,7 @@ class FrontierStore:
             cur = await conn.execute(
                 self._select_and_take,
                 {"parts": list(partitions), "room": room, "held": list(held), "now": now, "depth": self._queue_depth,
-                 "ahead": self._dispatch_ahead},
+                 "ahead": self._dispatch_ahead, "behind_gap": self._behind_max_gap},
             )
             # RETURNING follows the join plan, not best's ORDER BY: restore best first.
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))

@@ -132,6 +132,23 @@ async def test_a_queue_of_two_hands_out_a_hosts_next_request_before_the_outcome(
     assert third.host == "small.example" and third.url_fp not in {sent.url_fp, second.url_fp}
 
 
+@pytest.mark.parametrize(("gap", "queued_behind"), [(0.2, True), (1.0, False)])
+async def test_only_a_host_with_a_short_gap_gets_a_request_queued_behind_the_one_out(
+    scheduler_db: Database, gap: float, queued_behind: bool
+) -> None:
+    frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=2, behind_max_gap=0.5)
+    await frontier.add_urls([new(f"http://small.example/q{i}/") for i in range(5)])
+    first, second = (await frontier.dispatch(100, ALL))[0], (await frontier.dispatch(100, ALL))[0]  # gap unknown
+    await frontier.apply_outcomes([ended(first, "fetched", datetime.now(UTC) + timedelta(seconds=gap))], 3, 60.0)
+    await backdate(scheduler_db, "small.example")
+    behind = await frontier.dispatch(100, ALL)  # one out (second): another only if its gap is short
+    assert [d.host for d in behind] == (["small.example"] if queued_behind else [])
+    if not queued_behind:  # the long-gap host's next URL is chosen once its outcome is back
+        await frontier.apply_outcomes([ended(second, "fetched", datetime.now(UTC))], 3, 60.0)
+        (third,) = await frontier.dispatch(100, ALL)
+        assert third.url_fp not in {first.url_fp, second.url_fp}
+
+
 async def test_a_host_is_handed_its_next_request_ahead_of_its_gap(scheduler_db: Database) -> None:
     frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=2, dispatch_ahead=5.0)
     await frontier.add_urls([new(f"http://small.example/q{i}/") for i in range(4)])
