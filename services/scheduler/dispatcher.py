@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import FETCH_REQUESTS
@@ -83,6 +83,8 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self.dispatched = 0
         self._short = False  # the last round took fewer URLs than it had room for
+        self._held: Sequence[str] | None = ()  # the hosts the operator holds as of the last round; None: paused
+        self.rounds = 0
 
     async def prepare(self) -> None:
         """Applies the settings to the tables: the crawl goal's sites, the large hosts' slots."""
@@ -126,29 +128,46 @@ class Dispatcher:
         last_lease_check = 0.0
         while not self._stopping.is_set():
             self._wake.clear()  # a change from now on (an outcome, new URLs) wakes the next round
+            lease_every = min(5.0, self._settings.lease_seconds / 4)
             try:
-                if time.monotonic() - last_lease_check > min(5.0, self._settings.lease_seconds / 4):
+                if time.monotonic() - last_lease_check > lease_every:
                     expired = await self._store.expire_leases(self._settings.lease_seconds)
                     if expired:
                         log.warning("%s in-flight requests expired and were queued again", expired)
                     last_lease_check = time.monotonic()
                 sent = await self.dispatch_once()
+                if sent and not self._short:
+                    continue  # there may be more ready than the round had room for
+                # Nothing more is ready until something changes (that wakes the loop) or time passes:
+                # sleep until the first URL may be ready rather than run rounds that find nothing.
+                wait = await self._idle_wait(last_lease_check + lease_every - time.monotonic())
             except Exception:
                 log.exception("dispatch round failed; retrying")
-                sent = 0
-                await asyncio.sleep(1.0)
-            if sent == 0 or self._short:
-                # Nothing more is ready until something changes: wait for it (or for time to pass:
-                # politeness, revisits and backoffs come due), rather than run a round that finds nothing.
-                try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=self._settings.dispatch_interval)
-                except TimeoutError:
-                    pass
+                wait = 1.0
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+            except TimeoutError:
+                pass
+
+    async def _idle_wait(self, lease_check_in: float) -> float:
+        """Seconds to sleep after a round that took all that was ready: until the next URL may be ready or
+        the leases are checked, at least ``dispatch_interval``, at most ``dispatch_idle_max``."""
+        longest = min(self._settings.dispatch_idle_max, lease_check_in)
+        if self._wake.is_set() or self._held is None:  # woken already, or paused (resuming wakes the loop)
+            due: float | None = None
+        else:
+            due = await self._store.seconds_until_due(sorted(self._owned()), self._held)
+        return max(self._settings.dispatch_interval, longest if due is None else min(due, longest))
 
     async def dispatch_once(self) -> int:
+        self.rounds += 1
         if await self._pause.is_paused():
+            self._held = None
             return 0
         rules = await self._policy_rules()
+        # The operator's held hosts stay held until a policy changes (which wakes the loop); the goal's
+        # are chosen again each round, so their hosts' times count when the loop looks for the next.
+        self._held = rules.held
         out = await self._store.in_flight_recent(IN_FLIGHT_RECOUNT_SECONDS)
         room = min(self._settings.dispatch_batch, self._settings.max_in_flight - out)
         held = [*await self._held_goal_sites(), *rules.held]

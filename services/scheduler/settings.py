@@ -41,7 +41,16 @@ class SchedulerSettings:
         " next URL later, knowing more.",
     )
     dispatch_interval: float = setting(
-        "TRAWL_SCHEDULER_DISPATCH_INTERVAL", 0.05, "Seconds between dispatch rounds when nothing was ready."
+        "TRAWL_SCHEDULER_DISPATCH_INTERVAL",
+        0.05,
+        "Shortest wait after a dispatch round that took all that was ready: the loop then sleeps until the next"
+        " URL may be ready (a host's gap, a retry's backoff, a revisit) or until woken (new URLs, outcomes).",
+    )
+    dispatch_idle_max: float = setting(
+        "TRAWL_SCHEDULER_DISPATCH_IDLE_MAX_SECONDS",
+        1.0,
+        "Longest sleep of the dispatch loop with nothing ready: bounds how late what the loop is not woken for"
+        " is seen (another replica's writes, a URL behind a host's head that comes due first).",
     )
     dispatch_batch: int = setting("TRAWL_SCHEDULER_DISPATCH_BATCH", 200, "Most requests emitted per dispatch round.")
     consumer_batch: int = setting(

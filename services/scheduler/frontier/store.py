@@ -33,7 +33,7 @@ from libs.common.kafka.partitioner import partition_for
 from libs.common.url_keys import normalized_fingerprint, normalized_host
 from libs.common.urls import InvalidUrl, normalize_url
 from services.scheduler.clock import SchedulerClock, SystemClock
-from services.scheduler.frontier import host_heads
+from services.scheduler.frontier import host_heads, next_due
 from services.scheduler.frontier.listeners import (
     AppliedOutcomes,
     EndedFetch,
@@ -374,6 +374,17 @@ class FrontierStore:
             rows = sorted((Dispatched(*r) for r in await cur.fetchall()), key=lambda d: (-d.priority, d.url_fp))
         self._booked(len(rows))
         return rows
+
+    async def seconds_until_due(self, partitions: Sequence[int], held: Sequence[str] = ()) -> float | None:
+        """Seconds until a round over ``partitions`` may find a URL to take, hosts in ``held`` apart (``next_due.py``);
+        None: not before something changes (URLs queued, an outcome, a policy)."""
+        if not partitions:
+            return None
+        async with self._db.connection() as conn:
+            return await next_due.seconds_until_due(
+                conn, partitions, held, self._clock.now(), self._clock.speed, self._dispatch_ahead, self._queue_depth,
+                self._behind_max_gap,
+            )
 
     async def set_host_slots(self, hosts: Sequence[str], slots: int) -> None:
         """Gives ``hosts`` (large hosts) ``slots`` request slots; every other host goes back to one."""
