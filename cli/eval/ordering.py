@@ -196,6 +196,7 @@ def _settings(settings: ImportanceSettings) -> dict[str, Any]:
         "page_weight": settings.page_weight,
         "site_size_exponent": settings.site_size_exponent, "announce_growth": settings.announce_growth,
         "announce_min_change": settings.announce_min_change, "replays_per_visit": settings.replays_per_visit,
+        "internal_link_weight": settings.internal_link_weight,
     }
 
 

@@ -58,9 +58,9 @@ class ImportanceSettings:
         " of home and index pages; 0 with all three weights at 1: textbook AOPIC (equal shares).",
     )
     announce_growth: float = setting(
-        "TRAWL_IMPORTANCE_ANNOUNCE_GROWTH", 1.0,
+        "TRAWL_IMPORTANCE_ANNOUNCE_GROWTH", 0.25,
         "An uncrawled home or index page is announced to the scheduler again once its cash grew by this"
-        " factor (1: doubled) from dividends alone.",
+        " factor (1: doubled; 0.25: by a quarter) from dividends alone.",
     )
     announce_min_change: float = setting(
         "TRAWL_IMPORTANCE_ANNOUNCE_MIN_CHANGE", 1.0,
