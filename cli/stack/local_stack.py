@@ -30,12 +30,19 @@ from cli.admin_client import AdminClient
 from cli.stack import health
 from cli.stack.layout import SERVICES, StackSettings, StackState, logs_dir, run_dir, state_path
 from libs.common.db.migrations import apply_migrations
-from libs.common.topics import ALL_TOPICS
+from libs.common.settings import load_settings
+from libs.common.topics import ALL_TOPICS, INPUTS
 from libs.localinfra import procs
 from libs.localinfra.broker import LocalBroker
 from libs.localinfra.osuser import server_user
 from libs.localinfra.postgres import LocalPostgres
 from libs.localinfra.topics import create_topics
+from services.dedup.settings import DedupSettings
+from services.extractor.settings import ExtractorSettings
+from services.fetcher.settings import FetcherSettings
+from services.importance.settings import ImportanceSettings
+from services.linkbase.settings import LinkbaseSettings
+from services.scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
 PG_USER = "trawl-pg"
@@ -229,20 +236,21 @@ def status(settings: StackSettings) -> list[PartStatus]:
     return parts
 
 
-GROUPS = {
-    "scheduler": (
-        "trawl-scheduler",
-        ["trawl.discovered-urls", "trawl.importance-updates", "trawl.fetch-outcomes", "trawl.page-link-counts"],
-    ),
-    "fetcher": ("trawl-fetcher", ["trawl.fetch-requests"]),
-    "extractor": ("trawl-extractor", ["trawl.fetch-results"]),
-    "dedup": ("trawl-dedup", ["trawl.documents"]),
-    "linkbase": (
-        "trawl-linkbase",
-        ["trawl.page-links", "trawl.documents", "trawl.duplicate-verdicts", "trawl.fetch-outcomes"],
-    ),
-    "importance": ("trawl-importance", ["trawl.page-links", "trawl.cash-transfers"]),
+_GROUP_IDS: dict[str, str] = {
+    "scheduler": load_settings(SchedulerSettings, os.environ).group_id,
+    "linkbase": load_settings(LinkbaseSettings, os.environ).group_id,
+    "fetcher": load_settings(FetcherSettings, os.environ).group_id,
+    "extractor": load_settings(ExtractorSettings, os.environ).group_id,
+    "dedup": load_settings(DedupSettings, os.environ).group_id,
+    "importance": load_settings(ImportanceSettings, os.environ).group_id,
 }
+"""Each service's consumer group, as its settings declare it (``TRAWL_<SERVICE>_GROUP``)."""
+
+
+GROUPS: dict[str, tuple[str, list[str]]] = {
+    service: (_GROUP_IDS[service], [t.name for t in INPUTS[service]]) for service in SERVICES
+}
+"""Each service's consumer group and the topics it consumes, from the services' own declarations."""
 
 
 def lag_by_group(settings: StackSettings) -> dict[str, int]:

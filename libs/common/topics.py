@@ -135,6 +135,18 @@ ALL_TOPICS: tuple[Topic, ...] = (
 
 BY_NAME: dict[str, Topic] = {t.name: t for t in ALL_TOPICS}
 
+INPUTS: dict[str, tuple[Topic, ...]] = {
+    "scheduler": (DISCOVERED_URLS, IMPORTANCE_UPDATES, FETCH_OUTCOMES, PAGE_LINK_COUNTS),
+    "fetcher": (FETCH_REQUESTS,),
+    "extractor": (FETCH_RESULTS,),
+    "dedup": (DOCUMENTS,),
+    "linkbase": (PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES),
+    "importance": (PAGE_LINKS, CASH_TRANSFERS),
+}
+"""What each service consumes, in the order its consumer hands a poll's records over (the scheduler admits
+new URLs before the priorities that may name them, then outcomes, then link counts). A service's consumer
+refuses handlers for other topics or in another order; ``trawl status`` reads each group's lag over these."""
+
 
 def topic_named(name: str, prefix: str = "") -> Topic:
     """The declared topic whose name (after stripping ``prefix``) is ``name``."""

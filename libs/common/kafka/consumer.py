@@ -49,7 +49,7 @@ from libs.common.kafka.offsets import PartitionOffsets
 from libs.common.kafka.producer import DeliveryFailed, TopicProducer
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.kafka.topic_admin import admin_client, topic_ids
-from libs.common.topics import Topic
+from libs.common.topics import INPUTS, Topic
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,9 @@ class TopicConsumer:
         names = [h.topic.name for h in handlers]
         if len(set(names)) != len(names) or not names:
             raise ValueError(f"one handler per topic, at least one: {names}")
+        declared = [t.name for t in INPUTS.get(service, ())]
+        if service in INPUTS and names != declared:
+            raise ValueError(f"{service} consumes {declared} (topics.INPUTS), in that order: not {names}")
         self._settings = settings
         self._service = service
         self._group_id = group_id

@@ -11,7 +11,7 @@ from google.protobuf.message import Message
 from libs.common.kafka.consumer import Record, TopicConsumer, TopicHandler
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
-from libs.common.topics import DOCUMENTS, PAGE_LINKS, Topic
+from libs.common.topics import CASH_TRANSFERS, DOCUMENTS, PAGE_LINKS, Topic
 from libs.common.wire import messages as pb
 
 KAFKA = KafkaSettings(bootstrap="127.0.0.1:1", ensure_topics=False)
@@ -56,3 +56,21 @@ def test_one_handler_per_topic_and_at_least_one(topics: list[Topic[pb.Document]]
 
     with pytest.raises(ValueError, match="one handler per topic"):
         _consumer([TopicHandler(topic, documents) for topic in topics])
+
+
+def test_a_service_s_consumer_takes_its_declared_inputs_only_in_their_order() -> None:
+    async def links(records: Sequence[Record[pb.PageLinks]]) -> None:
+        pass
+
+    async def transfers(records: Sequence[Record[pb.CashTransfer]]) -> None:
+        pass
+
+    def importance(handlers: Sequence[TopicHandler[Any]]) -> TopicConsumer:
+        return TopicConsumer(KAFKA, service="importance", group_id="g", handlers=handlers,
+                             producer=TopicProducer(KAFKA, "importance"))
+
+    importance([TopicHandler(PAGE_LINKS, links), TopicHandler(CASH_TRANSFERS, transfers)])
+    with pytest.raises(ValueError, match="importance consumes"):
+        importance([TopicHandler(CASH_TRANSFERS, transfers), TopicHandler(PAGE_LINKS, links)])
+    with pytest.raises(ValueError, match="importance consumes"):
+        importance([TopicHandler(PAGE_LINKS, links)])

@@ -103,23 +103,25 @@ def test_ports_agree_between_settings_probes_services_and_scrapes(compose: dict[
         assert compose["services"][name]["healthcheck"]["test"][-1] == f"127.0.0.1:{grpc}", name
 
 
-def consumed_topics(service: str) -> list[str]:
-    """The topics ``services/<service>/main.py`` hands its consumer (``topics=[...]``), by name."""
-    from libs.common import topics
-
-    tree = ast.parse((ROOT / "services" / service / "main.py").read_text())
-    found = [kw.value for node in ast.walk(tree) if isinstance(node, ast.Call) for kw in node.keywords
-             if kw.arg == "topics" and isinstance(kw.value, ast.List)]
-    assert len(found) == 1, f"{service}: expected one consumer with topics=[...]"
-    return [getattr(topics, elt.id).name for elt in found[0].elts if isinstance(elt, ast.Name)]
-
-
 @pytest.mark.parametrize("service", SERVICES)
 def test_status_reads_the_lag_of_every_topic_a_service_consumes(service: str) -> None:
-    """``trawl status`` sums each group's lag over the topics listed in ``local_stack.GROUPS``."""
+    """``trawl status`` sums each group's lag over the topics the service declares it consumes, in the group
+    its settings name (the consumer itself refuses handlers for any other topics: test_consumer_handlers)."""
+    from libs.common.topics import INPUTS
+
     group, listed = local_stack.GROUPS[service]
-    assert sorted(listed) == sorted(consumed_topics(service))
+    assert listed == [t.name for t in INPUTS[service]]
     settings = importlib.import_module(f"services.{service}.settings")
     defaults = {f.default for cls in vars(settings).values() if dataclasses.is_dataclass(cls)
                 for f in dataclasses.fields(cls) if f.name == "group_id"}
     assert group in defaults
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_each_service_hands_its_consumer_the_declared_inputs(service: str) -> None:
+    """``services/<service>/main.py`` builds its consumer with ``service="<service>"``, which ties its handlers
+    to the declared inputs."""
+    tree = ast.parse((ROOT / "services" / service / "main.py").read_text())
+    names = [kw.value.value for node in ast.walk(tree) if isinstance(node, ast.Call) for kw in node.keywords
+             if kw.arg == "service" and isinstance(kw.value, ast.Constant)]
+    assert names == [service]
