@@ -46,6 +46,14 @@ State lives in flat typed arrays indexed by a dense slot number (about 70 bytes 
 plus the key index), every page's URL in one byte string, and the out-links of crawled
 pages as one byte string each; ``dirty`` holds the slots changed since the state was last
 saved, ``links_dirty`` the crawled pages whose out-links changed since.
+
+The boundary: :class:`OpicEngine` is the one state class of a partition, and its columns are
+public. The stored ones (:data:`INT_COLUMNS`, :data:`FLOAT_COLUMNS`, ``flags``, the URLs and the
+kept links) are what the state codec (``state_codec.py``) saves and loads; the derived ones
+(:data:`DERIVED_COLUMNS`) are rebuilt after a load (``finish_load``) or, for ``shown``, start empty
+so that every touched page is announced again. The shard (``shard.py``) reads and writes the
+columns openly to share cash, replay and announce; the engine's methods hold OPIC's arithmetic
+(visits, dividends, the window, conservation), which nothing else repeats.
 """
 
 from __future__ import annotations
@@ -97,6 +105,14 @@ class OpicConfig:
             raise ValueError("internal_link_weight must be within (0, 1]")
         if self.announce_min_change < 0 or self.replays_per_visit < 0:
             raise ValueError("announce_min_change and replays_per_visit must be >= 0")
+
+
+INT_COLUMNS: tuple[str, ...] = ("keys", "visits", "host")
+"""Stored per-page columns of 64-bit integers: the URL fingerprint, visits, the host id."""
+FLOAT_COLUMNS: tuple[str, ...] = ("cash", "history", "mark_new", "mark_all", "weight", "last_visit")
+"""Stored per-page columns of doubles (``flags``, one byte per page, is stored beside them)."""
+DERIVED_COLUMNS: tuple[str, ...] = ("shown",)
+"""Per-page columns that are not stored: rebuilt or restarted after a load."""
 
 
 @dataclass

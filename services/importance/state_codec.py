@@ -24,13 +24,11 @@ from typing import Any
 import numpy as np
 
 from libs.common.url_keys import UrlKind
-from services.importance.engine import CRAWLED, KIND_MASK, OpicEngine, Totals
+from services.importance.engine import CRAWLED, FLOAT_COLUMNS, INT_COLUMNS, KIND_MASK, OpicEngine, Totals
 
 MAGIC = b"OPC2"
 FIRST_FORMAT = b"OPC1"
 _HEADER = struct.Struct("<4sIIII")
-_FLOAT_COLUMNS = ("cash", "history", "mark_new", "mark_all", "weight", "last_visit")
-_INT_COLUMNS = ("keys", "visits", "host")
 SNAPSHOT_CHUNK = 200_000
 
 
@@ -50,9 +48,9 @@ def encode_rows(engine: OpicEngine, slots: Sequence[int], first_host: int, first
     urls = [(s, engine.site_urls[s]) for s in slots if s in engine.site_urls]
     parts = [_HEADER.pack(MAGIC, len(index), first_host, len(engine.hosts) - first_host, len(urls)),
              index.tobytes()]
-    for name in _INT_COLUMNS:
+    for name in INT_COLUMNS:
         parts.append(np.frombuffer(getattr(engine, name), dtype=np.int64)[index].tobytes())
-    for name in _FLOAT_COLUMNS:
+    for name in FLOAT_COLUMNS:
         parts.append(np.frombuffer(getattr(engine, name), dtype=np.float64)[index].tobytes())
     parts.append(np.frombuffer(engine.flags, dtype=np.uint8)[index].tobytes())
     url_text = "\n".join(u for _, u in urls).encode("utf-8")
@@ -122,8 +120,8 @@ def apply_rows(engine: OpicEngine, blob: bytes) -> None:
         return out
 
     slots = take("<i8", rows)
-    columns: dict[str, np.ndarray] = {name: take("<i8", rows) for name in _INT_COLUMNS}
-    columns.update({name: take("<f8", rows) for name in _FLOAT_COLUMNS})
+    columns: dict[str, np.ndarray] = {name: take("<i8", rows) for name in INT_COLUMNS}
+    columns.update({name: take("<f8", rows) for name in FLOAT_COLUMNS})
     flags = take("u1", rows)
     url_slots = take("<i8", url_count)
     (host_len,) = struct.unpack_from("<I", blob, at)
@@ -168,8 +166,8 @@ def apply_rows(engine: OpicEngine, blob: bytes) -> None:
     old = slots < n
     if old.any():
         idx = slots[old]
-        for name in (*_INT_COLUMNS, *_FLOAT_COLUMNS):
-            view = np.frombuffer(getattr(engine, name), dtype=np.int64 if name in _INT_COLUMNS else np.float64)
+        for name in (*INT_COLUMNS, *FLOAT_COLUMNS):
+            view = np.frombuffer(getattr(engine, name), dtype=np.int64 if name in INT_COLUMNS else np.float64)
             view[idx] = columns[name][old]
             del view
         flag_view = np.frombuffer(engine.flags, dtype=np.uint8)
@@ -180,7 +178,7 @@ def apply_rows(engine: OpicEngine, blob: bytes) -> None:
         fresh = slots[new]
         if not np.array_equal(fresh, np.arange(n, n + len(fresh))):
             raise CorruptState("new rows do not follow the existing ones")
-        for name in (*_INT_COLUMNS, *_FLOAT_COLUMNS):
+        for name in (*INT_COLUMNS, *FLOAT_COLUMNS):
             getattr(engine, name).frombytes(columns[name][new].tobytes())
         engine.flags.extend(flags[new].tobytes())
         _append_urls(engine, fresh, new_start, new_ends, new_text)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import struct
+from array import array
 
 import pytest
 
 from services.importance.discovery import DiscoveryWeights
-from services.importance.engine import OpicConfig, OpicEngine
+from services.importance.engine import DERIVED_COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, OpicConfig, OpicEngine
 from services.importance.shard import Shard
 from services.importance.state_codec import CorruptState, apply_rows, encode_delta, encode_snapshot, finish_load
 
 CONFIG = OpicConfig(weights=DiscoveryWeights(16.0, 4.0, 1.0), window_seconds=50.0, replays_per_visit=2.0)
-COLUMNS = ("keys", "cash", "history", "mark_new", "mark_all", "weight", "last_visit", "visits", "host", "flags")
+COLUMNS = (*INT_COLUMNS, *FLOAT_COLUMNS, "flags")
 
 
 def url(n: int) -> str:
@@ -41,6 +42,15 @@ def same(a: OpicEngine, b: OpicEngine) -> None:
 
     assert {h: v for h, v in uncrawled(a).items() if v} == {h: v for h, v in uncrawled(b).items() if v}
     assert set(a.watched()) == set(b.watched())
+
+
+def test_every_per_page_column_is_stored_or_declared_derived() -> None:
+    """The engine's column set is explicit: a new per-page column must be saved by the codec or listed as derived."""
+    engine = OpicEngine(CONFIG, 100.0)
+    crawl_some(Shard(0, engine), 0, 20)
+    per_page = {name for name, value in vars(engine).items()
+                if isinstance(value, array | bytearray) and len(value) == len(engine) and name != "url_end"}
+    assert per_page == {*COLUMNS, *DERIVED_COLUMNS}
 
 
 def test_snapshot_then_deltas_rebuild_the_engine() -> None:
