@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -89,14 +90,22 @@ class Validators:
 
 def received_validators(headers: Sequence[tuple[str, str]], *, counted: bool = True) -> Validators:
     """The validators of a response's ``headers`` worth keeping (broken ones dropped, and counted)."""
-    etag = (header_value(headers, "ETag") or "").strip()
+    etag_value = last_modified_value = None  # the first of each, as header_value finds them: one pass for both
+    for key, value in headers:
+        name = key.lower()
+        if name == "etag":
+            if etag_value is None:
+                etag_value = value
+        elif name == "last-modified" and last_modified_value is None:
+            last_modified_value = value
+    etag = (etag_value or "").strip()
     if etag and (len(etag) > _MAX_ETAG or not etag.isprintable() or not etag.isascii()):
         etag = ""
         if counted:
             count("broken_etag")
     elif etag.startswith("W/") and counted:
         count("weak_etag")
-    last_modified = (header_value(headers, "Last-Modified") or "").strip()
+    last_modified = (last_modified_value or "").strip()
     if last_modified and not _http_date_ok(last_modified):
         last_modified = ""
         if counted:
@@ -117,9 +126,27 @@ def _opaque(etag: str) -> str:
     return etag[2:] if etag.startswith("W/") else etag
 
 
-@functools.lru_cache(maxsize=16_384)
+_VALID_FIXDATE = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), "
+    r"(?:(?:0[1-9]|1[0-9]|2[0-8]) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r"|(?:29|30) (?:Jan|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)|31 (?:Jan|Mar|May|Jul|Aug|Oct|Dec)) "
+    r"(?:0[1-9][0-9]{2}|[1-9][0-9]{3}) (?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9] GMT"
+)
+"""An IMF-fixdate (RFC 9110 section 5.6.7), the date nearly every server sends, of a day every such year has
+(29 February left out), a time of day and a year from 100 (email.utils reads smaller ones as two-digit years)."""
+
+
 def _http_date_ok(text: str) -> bool:
-    """Whether ``text`` reads as an HTTP date; cached: a revisit's date is read when sent, and again in its 304."""
+    """Whether ``text`` reads as an HTTP date (as email.utils reads it): a valid IMF-fixdate is one without
+    asking email.utils (the same answer, about ten times faster: the Last-Modified of every page fetched is
+    checked)."""
+    return _VALID_FIXDATE.fullmatch(text) is not None or _parses_as_date(text)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _parses_as_date(text: str) -> bool:
+    """Whether email.utils reads ``text`` as a date; cached: a revisit's date is read when sent, and again in its
+    304."""
     try:
         return email.utils.parsedate_to_datetime(text) is not None
     except (TypeError, ValueError, IndexError):

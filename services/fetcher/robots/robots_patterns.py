@@ -148,23 +148,23 @@ def _remove_dot_segments(path: str) -> str:
     return "/".join(out) + query
 
 
+_PATH_START = re.compile(r"[/?;#]")
+"""Where the authority ends, and what may not come before a scheme's ``://``."""
+
+
 def url_path(url: str) -> tuple[str, str | None]:
     """``(path with params and query, fragment or None)`` of a URL as given; ``/`` when it has no path."""
     start = 0
     scheme_end = url.find("://")
-    if scheme_end >= 0 and not any(c in url[:scheme_end] for c in "/?;#"):
+    if scheme_end >= 0 and _PATH_START.search(url, 0, scheme_end) is None:
         start = scheme_end + 3
     elif url.startswith("//"):
         start = 2
     elif url.startswith("/"):
         start = -1  # a path already
     if start >= 0:
-        cut = len(url)
-        for mark in "/?;#":
-            at = url.find(mark, start)
-            if 0 <= at < cut:
-                cut = at
-        url = url[cut:]
+        path_start = _PATH_START.search(url, start)
+        url = url[path_start.start():] if path_start is not None else ""
     fragment: str | None = None
     hash_at = url.find("#")
     if hash_at >= 0:

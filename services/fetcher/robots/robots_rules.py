@@ -50,7 +50,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.fetcher.robots.robots_patterns import READINGS, RuleSet, compile_rules, is_plain, path_readings, url_path
 
@@ -274,6 +274,12 @@ class RobotsRules:
     """The distinct rule sets of all readings: a plain path reads the same in each."""
     refuses_all: bool = False
     """The file asks for a longer Crawl-delay than the crawler accepts: nothing is fetched."""
+    allows_all: bool = field(init=False, repr=False, compare=False)
+    """No rule applies to us in any reading (and the Crawl-delay is accepted): every URL is allowed."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allows_all", not self.refuses_all and not any(
+            rule_set.rules for rule_set in (*self.plain_rule_sets, *(s for sets in self.rule_sets for s in sets))))
 
     @classmethod
     def parse(cls, body: bytes, user_agent_token: str, *, max_crawl_delay: float = math.inf) -> RobotsRules:
@@ -303,6 +309,8 @@ class RobotsRules:
 
     def allowed(self, url: str) -> bool:
         """Whether every reading allows ``url`` (see the module docstring)."""
+        if self.allows_all:  # the common file with no rule for us: no reading of the URL needed
+            return True
         path, fragment = url_path(url)
         if path == "/robots.txt":
             return True
