@@ -21,13 +21,15 @@ import shutil
 import signal
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import FrameType
 
 import pytest
 
+from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.settings import KafkaSettings
 from libs.localinfra import (
     LocalBroker,
     LocalPostgres,
@@ -62,6 +64,17 @@ def broker_of_its_own(prefix: str) -> Iterator[LocalBroker]:
     finally:
         broker.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@asynccontextmanager
+async def running_producer(kafka: KafkaSettings, client_id: str) -> AsyncIterator[TopicProducer]:
+    """A started producer, stopped (its messages flushed) on the way out."""
+    producer = TopicProducer(kafka, client_id)
+    await producer.start()
+    try:
+        yield producer
+    finally:
+        await producer.stop()
 
 
 def make_unique_name(prefix: str, hint: str = "") -> str:

@@ -24,6 +24,7 @@ from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import ALL_TOPICS, DEAD_LETTERS, FETCH_REQUESTS, FETCH_RESULTS, Topic
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
+from tests.conftest import running_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -113,16 +114,6 @@ def _create(kafka: KafkaSettings, *topics: Topic) -> None:
 
 
 @asynccontextmanager
-async def _producer(kafka: KafkaSettings, client_id: str = "roundtrip") -> AsyncIterator[TopicProducer]:
-    producer = TopicProducer(kafka, client_id)
-    await producer.start()
-    try:
-        yield producer
-    finally:
-        await producer.stop()
-
-
-@asynccontextmanager
 async def _consuming(
     kafka: KafkaSettings, group: str, topics: list[Topic], handler: Handler, producer: TopicProducer, **options: Any
 ) -> AsyncIterator[TopicConsumer]:
@@ -163,7 +154,7 @@ async def _assert_nothing_redelivered(kafka: KafkaSettings, group: str, topic: T
                                       marker: Message) -> None:
     """A new member of ``group`` receives only a message produced after it joined, nothing older."""
     collector = Collector()
-    async with _producer(kafka, "restart") as producer:
+    async with running_producer(kafka, "restart") as producer:
         async with _consuming(kafka, group, [topic], collector, producer):
             producer.send(topic, key, marker)
             await producer.flush()
@@ -180,7 +171,7 @@ async def test_every_topic_round_trips_through_one_consumer(kafka: KafkaSettings
     _create(kafka, *ALL_TOPICS)
     sent = {topic.name: (f"key-{topic.name}-\u00e9", filled(topic.message_type)) for topic in ALL_TOPICS}
     collector = Collector()
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "roundtrip") as producer:
         for topic in ALL_TOPICS:
             key, message = sent[topic.name]
             producer.send(topic, key, message)
@@ -217,7 +208,7 @@ async def test_each_topic_s_records_go_to_its_own_handler_and_a_poison_stays_in_
             raise PoisonMessage("bad result")
 
     requests, results = Collector(), Collector(fail)
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "roundtrip") as producer:
         for i in range(4):
             producer.send(FETCH_REQUESTS, "h.test", pb.FetchRequest(url=f"http://h.test/{i}", request_id=str(i)))
             producer.send(FETCH_RESULTS, "h.test", pb.FetchResult(request_id="poison" if i == 2 else str(i)))
@@ -271,7 +262,7 @@ async def test_poison_goes_to_dead_letters_and_good_messages_are_processed_and_c
 
     collector = Collector(fail)
     garbage = b"\xff\xff\xff\xff"
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "roundtrip") as producer:
         producer.send(FETCH_REQUESTS, host, request("good-1"))  # offset 0
         producer.send_raw(topic_name, host.encode(), garbage)  # offset 1
         producer.send(FETCH_REQUESTS, host, request("poison"))  # offset 2
@@ -321,7 +312,7 @@ async def test_batch_wait_hands_over_the_records_that_came_without_waiting_for_a
     ends the poll at once."""
     _create(kafka, FETCH_RESULTS, DEAD_LETTERS)
     collector = Collector()
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "roundtrip") as producer:
         async with _consuming(kafka, unique_name("g"), [FETCH_RESULTS], collector, producer, batch_size=500,
                               poll_timeout=12.0, batch_wait=0.05) as consumer:
             assert consumer.batch_wait == 0.05
@@ -347,7 +338,7 @@ async def test_a_message_too_large_is_refused_before_it_is_sent(kafka_bootstrap:
                                                                 unique_name: Callable[[str], str]) -> None:
     kafka = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique_name("t") + ".", max_message_bytes=1000)
     _create(kafka, FETCH_RESULTS)
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "roundtrip") as producer:
         with pytest.raises(MessageTooLarge, match="1000"):
             producer.send(FETCH_RESULTS, "a.test", pb.FetchResult(body=b"x" * 1001))
         with pytest.raises(MessageTooLarge):

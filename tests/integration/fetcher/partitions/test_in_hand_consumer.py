@@ -20,6 +20,7 @@ from libs.common.topics import DEAD_LETTERS, FETCH_RESULTS
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
 from services.fetcher.partitions.in_hand_consumer import InHandConsumer
+from tests.conftest import running_producer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -32,16 +33,6 @@ def kafka(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> KafkaSetti
 
 def _create(kafka: KafkaSettings) -> None:
     create_topics(kafka.bootstrap, [(kafka.topic(t.name), t.partitions) for t in (FETCH_RESULTS, DEAD_LETTERS)])
-
-
-@asynccontextmanager
-async def _producer(kafka: KafkaSettings) -> AsyncIterator[TopicProducer]:
-    producer = TopicProducer(kafka, "in-hand")
-    await producer.start()
-    try:
-        yield producer
-    finally:
-        await producer.stop()
 
 
 @asynccontextmanager
@@ -65,7 +56,7 @@ async def _assert_nothing_redelivered(kafka: KafkaSettings, group: str, key: str
     async def handle(records: Sequence[Record[pb.FetchResult]]) -> None:
         seen.extend(r.value for r in records)
 
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "in-hand") as producer:
         async with _consuming(kafka, group, handle, producer, slots=4):
             producer.send(FETCH_RESULTS, key, marker)
             await producer.flush()
@@ -99,7 +90,7 @@ async def test_records_are_handled_one_task_each_within_the_slots_and_committed(
         finally:
             running -= 1
 
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "in-hand") as producer:
         for i in range(count):
             producer.send(FETCH_RESULTS, f"host-{i % 9}.test", pb.FetchResult(request_id=str(i)))
         await producer.flush()
@@ -131,7 +122,7 @@ async def test_full_slots_pause_the_partitions_only_after_pause_after(
         await asyncio.sleep(0.3)  # longer than the poll timeout: the slots stay full between polls
         done.append(records[0].value.request_id)
 
-    async with _producer(kafka) as producer:
+    async with running_producer(kafka, "in-hand") as producer:
         for i in range(count):
             producer.send(FETCH_RESULTS, f"host-{i % 5}.test", pb.FetchResult(request_id=str(i)))
         await producer.flush()
