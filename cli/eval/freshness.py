@@ -6,6 +6,7 @@ being the item's host and first path segment (``news.example/sport``). The first
 scheduler's own planner (``services.scheduler.freshness``), each key standing for one hub
 page. The policy's settings default to the service's (``TRAWL_FRESHNESS_*``).
 ``python -m libs.simweb.history_export`` writes such files from the simulated web's hubs.
+``--suite`` runs every history family of ``freshness_histories`` instead (``freshness_suite``).
 """
 
 from __future__ import annotations
@@ -31,13 +32,17 @@ def _minutes(seconds: float) -> str:
 
 
 def run(
-    history: Path = typer.Option(..., "--history", exists=True, dir_okay=False, help="key,published_at CSV."),
+    history: Path | None = typer.Option(None, "--history", exists=True, dir_okay=False,
+                                        help="key,published_at CSV (gzip if it ends in .gz)."),
     train_days: float = typer.Option(30.0, "--train-days", help="Days of the history the models learn from."),
     policy: str = typer.Option("learned", "--policy", help="learned, estimator (model-free), or all."),
     hub_interval: float | None = typer.Option(None, help="Mean revisit interval per hub, s: the fetch budget."),
     min_samples: int | None = typer.Option(None, help="Items a key needs for its own model."),
     equal_cost: bool = typer.Option(True, "--equal-cost/--no-equal-cost",
                                     help="Also tune the policy to the cost of each fixed interval."),
+    suite: bool = typer.Option(False, "--suite", help="Every history family instead of one file."),
+    family: list[str] = typer.Option([], "--family", help="With --suite: only these families (repeatable)."),
+    seed: list[int] = typer.Option([], "--seed", help="With --suite: these seeds of the generated families."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Cost, hit rate and delay of the learned policy and of fixed intervals, and the models' R2."""
@@ -60,6 +65,11 @@ def run(
         bounds=service.bounds, first_interval=service.hub_interval, bursts=service.bursts,
         forest=service.forest, equal_cost=equal_cost,
     )
+    if suite:
+        _suite(settings, family, seed, as_json)
+        return
+    if history is None:
+        raise typer.BadParameter("--history is required (or --suite)")
     try:
         items = read_history_csv(history)
     except HistoryFileError as exc:
@@ -109,6 +119,29 @@ def _print(result: dict[str, Any]) -> None:
     console.print(f"models: {m['model_keys']} ({m['keys_with_own_model']} keys with their own, {m['keys_folded']} "
                   f"folded into their host's, {m['keys_without_model']} without); R2 cross-validated "
                   f"{m['r2_cv_mean']}, on the test days {m['r2_holdout_mean']}; {result['seconds']} s")
+
+
+def _suite(settings: Any, families: list[str], seeds: list[int], as_json: bool) -> None:
+    from cli.eval.freshness_histories import FAMILIES
+    from cli.eval.freshness_suite import run_suite
+
+    known = [f.name for f in FAMILIES]
+    if any(f not in known for f in families):
+        raise typer.BadParameter(f"--family must be among {', '.join(known)}")
+    started = time.perf_counter()
+    payload = run_suite(settings, families or None, seeds or None)
+    payload["seconds"] = round(time.perf_counter() - started, 1)
+
+    def three(v: dict[str, float]) -> str:
+        return f"{v['hit_rate']:+.0%} / {v['cost']:+.0%} / {v['mean_delay']:+.0%}"
+
+    rows = [[r["history"], r["split"], f"{r['r2_cv_mean']}", three(r["learned"]), three(r["estimator"]),
+             three(r["oracle"]), "yes" if r["learned_meets_targets"] else "NO",
+             "yes" if r["learned_vs_estimator"]["never_worse"] else "NO"] for r in payload["histories"]]
+    emit(as_json, payload, f"freshness suite, budget one fetch per {settings.hub_interval:g} s per hub: hit rate /"
+                           " cost / mean delay against the median fixed interval",
+         ["history", "split", "R2 cv", "learned", "estimator", "oracle", "targets met", "never below estimator"],
+         rows)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,6 +14,12 @@ Steps (``trawl eval freshness``; figures documented in ``docs/evaluation.md``):
 4. Against the median of the fixed intervals (per measure, as the paper reports it), and at
    equal cost: for each fixed interval, the policy's budget is tuned until it spends the same
    number of fetches (never more), and the two mean delays are compared.
+5. With both policies, the learned one is also run with its target rescaled to spend what the
+   estimator spent, or just under (``at_estimator_cost``): the two compared at one cost.
+6. With ``oracle``, a reference no model can beat with the models' features: the same rule
+   planned on each key's mean items per hour of the week over the whole history, test days
+   included (:func:`weekly_profile`), tuned to the learned policy's cost. It is evaluator-only:
+   the service never plans with it.
 """
 
 from __future__ import annotations
@@ -29,12 +35,22 @@ from services.scheduler.freshness.keys import Route, route_keys
 from services.scheduler.freshness.model import (
     ForestSettings,
     RateModel,
+    hourly_counts,
     observed_from,
     r2_on_period,
     train_rate_model,
+    window_hours,
 )
 from services.scheduler.freshness.policy import IntervalBounds, WaitingTimePolicy, budget_target
-from services.scheduler.freshness.rates import DAY, HOUR, ConstantRate, HourlyRates
+from services.scheduler.freshness.rates import (
+    DAY,
+    HOUR,
+    HOURS_PER_WEEK,
+    ConstantRate,
+    HourlyRates,
+    RateCurve,
+    hour_of_week,
+)
 from services.scheduler.freshness.replay import (
     EstimatorSchedule,
     FixedSchedule,
@@ -61,6 +77,7 @@ class EvaluationSettings:
     forest: ForestSettings = field(default_factory=ForestSettings)
     intervals: tuple[float, ...] = PAPER_INTERVALS
     equal_cost: bool = True
+    oracle: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,16 +143,73 @@ def waiting_target(history: Mapping[str, Sequence[float]], window: Split, traine
 
 def run_policy(histories: Mapping[str, History], window: Split, trained: Trained, policy: str,
                settings: EvaluationSettings, target: float) -> Tally:
+    curves = {key: trained.curve(key) if policy == "learned" else None for key in histories}
+    return run_curves(histories, window, curves, settings, target)
+
+
+def run_curves(histories: Mapping[str, History], window: Split, curves: Mapping[str, RateCurve | None],
+               settings: EvaluationSettings, target: float) -> Tally:
+    """The test period with each key planned on its curve, or by its visits (no curve), at ``target``."""
     planner = _planner(target, settings)
     tally = Tally()
     for key, history in histories.items():
-        curve = trained.curve(key) if policy == "learned" else None
+        curve = curves.get(key)
         if curve is not None:
             tally.add(replay(history, window.train_end, window.test_end, PlannedSchedule(planner, curve)))
         else:
             warm = EstimatorSchedule(planner, settings.first_interval)
             tally.add(replay(history, window.train_start, window.test_end, warm, measure_from=window.train_end))
     return tally
+
+
+def at_cost(run: Callable[[float], Tally], target: float, cost: int, rounds: int = 8,
+            tolerance: float = 0.005) -> tuple[float, Tally]:
+    """The waiting target at which ``run`` spends ``cost`` fetches or just under, from ``target``, and its tally.
+
+    Under the rule a period's fetches go as ``1 / sqrt(target)``, so each round multiplies the
+    target by the square of spent / cost; a last rescaling makes sure no more than ``cost`` is spent.
+    """
+    tally = run(target)
+    for _ in range(rounds):
+        if tally.fetches <= 0 or cost * (1.0 - tolerance) <= tally.fetches <= cost:
+            break
+        target *= (tally.fetches / cost) ** 2
+        tally = run(target)
+    while tally.fetches > cost:
+        target *= (1.005 * tally.fetches / cost) ** 2
+        tally = run(target)
+    return target, tally
+
+
+def weekly_profile(times: Sequence[float], start: float, end: float, floor: float) -> HourlyRates:
+    """The mean item count of each hour of the week over ``[start, end)``: the oracle's curve.
+
+    Taken over the whole history, test period included, it is the best curve the models' features
+    (hour of day and weekday) can express there: no model trained on the past has a better one.
+    Floored at ``floor`` times its mean, as the models' rates are.
+    """
+    first, hours = window_hours(start, end)
+    counts = hourly_counts(times, first, hours)
+    first_hour = hour_of_week(first)
+    sums = [0.0] * HOURS_PER_WEEK
+    seen = [0] * HOURS_PER_WEEK
+    for offset, count in enumerate(counts):
+        index = (first_hour + offset) % HOURS_PER_WEEK
+        sums[index] += float(count)
+        seen[index] += 1
+    rates = [sums[i] / seen[i] if seen[i] else 0.0 for i in range(HOURS_PER_WEEK)]
+    mean = sum(rates) / HOURS_PER_WEEK
+    return HourlyRates([max(r, floor * mean) for r in rates])
+
+
+def run_oracle(history: Mapping[str, Sequence[float]], histories: Mapping[str, History], window: Split,
+               settings: EvaluationSettings, cost: int) -> tuple[float, Tally]:
+    """The waiting-time rule on each key's :func:`weekly_profile`, at ``cost`` fetches or just under."""
+    profiles = {key: weekly_profile(times, window.train_start, window.test_end, settings.forest.rate_floor)
+                for key, times in history.items()}
+    curves: dict[str, RateCurve | None] = dict(profiles)
+    target = budget_target([p.weekly_sqrt_integral() for p in profiles.values()], settings.hub_interval)
+    return at_cost(lambda t: run_curves(histories, window, curves, settings, t), target, cost)
 
 
 def run_fixed(histories: Mapping[str, History], window: Split, interval: float) -> Tally:
@@ -208,6 +282,19 @@ def evaluate(history: Mapping[str, Sequence[float]], settings: EvaluationSetting
         if settings.equal_cost:
             entry["equal_cost"] = _equal_cost(history, histories, window, trained, policy, settings, fixed)
         out["policies"][policy] = entry
+    policies_run = out["policies"]
+    if "learned" in policies_run and "estimator" in policies_run:
+        target, tally = at_cost(lambda t: run_policy(histories, window, trained, "learned", settings, t),
+                                policies_run["learned"]["waiting_target"], int(policies_run["estimator"]["cost"]))
+        policies_run["learned"]["at_estimator_cost"] = {**tally.figures(), "waiting_target": round(target, 4),
+                                                        "vs_median": versus(tally, median)}
+    if settings.oracle and policies_run:
+        cost = int(policies_run["learned" if "learned" in policies_run else policy]["cost"])
+        oracle_target, oracle = run_oracle(history, histories, window, settings, cost)
+        change = versus(oracle, median)
+        out["oracle"] = {**oracle.figures(), "waiting_target": round(oracle_target, 4), "vs_median": change,
+                         "beats_median_on_all_three": change["cost"] < 0 and change["hit_rate"] > 0
+                         and change["mean_delay"] < 0}
     out["settings"] = _settings_figures(settings)
     return out
 

@@ -11,12 +11,14 @@ page. The appearance rule of seed 001 is applied here, once, whatever the source
   child (``T_last < T_page <= T_now``): the midpoint when ``T_now - T_last`` is under an hour;
 - else (a wider gap, or the parent's first fetch, with no ``T_last``): unknown, skipped.
 
-The offline evaluator reads the same history from CSV (``key,published_at``, ISO 8601 UTC).
+The offline evaluator reads the same history from CSV (``key,published_at``, ISO 8601 UTC; gzip when
+the file name ends in ``.gz``).
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -112,22 +114,30 @@ def format_instant(at: float) -> str:
 
 
 def read_history_csv(path: Path) -> dict[str, list[float]]:
-    """Appearance times per key from a ``key,published_at`` file, sorted."""
-    out: dict[str, list[float]] = defaultdict(list)
+    """Appearance times per key from a ``key,published_at`` file (gzip when its name ends in ``.gz``), sorted."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", newline="", encoding="utf-8") as packed:
+            return read_history_rows(packed, str(path))
     with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        header = [cell.strip() for cell in next(reader, [])]
-        if header[:2] != ["key", "published_at"]:
-            raise HistoryFileError(f"{path}: the header must be 'key,published_at', got {','.join(header)!r}")
-        for number, row in enumerate(reader, start=2):
-            if not row or not "".join(row).strip():
-                continue
-            if len(row) < 2 or not row[0].strip():
-                raise HistoryFileError(f"{path}:{number}: needs a key and a published_at")
-            try:
-                out[row[0].strip()].append(parse_instant(row[1]))
-            except ValueError as exc:
-                raise HistoryFileError(f"{path}:{number}: {row[1]!r} is not an ISO 8601 time") from exc
+        return read_history_rows(handle, str(path))
+
+
+def read_history_rows(lines: Iterable[str], name: str) -> dict[str, list[float]]:
+    """Appearance times per key from the lines of a ``key,published_at`` CSV (``name`` for errors), sorted."""
+    out: dict[str, list[float]] = defaultdict(list)
+    reader = csv.reader(lines)
+    header = [cell.strip() for cell in next(reader, [])]
+    if header[:2] != ["key", "published_at"]:
+        raise HistoryFileError(f"{name}: the header must be 'key,published_at', got {','.join(header)!r}")
+    for number, row in enumerate(reader, start=2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) < 2 or not row[0].strip():
+            raise HistoryFileError(f"{name}:{number}: needs a key and a published_at")
+        try:
+            out[row[0].strip()].append(parse_instant(row[1]))
+        except ValueError as exc:
+            raise HistoryFileError(f"{name}:{number}: {row[1]!r} is not an ISO 8601 time") from exc
     for times in out.values():
         times.sort()
     return dict(out)
