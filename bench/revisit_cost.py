@@ -8,13 +8,14 @@ clock on, ``SimWebProcess.advance``):
 - conditional: the frontier sends each page's validators, so an unchanged page answers 304;
 - unconditional: the frontier's validators are cleared first, so every page is fetched in full.
 
-A pass is every fetched page made due at once in SQL (as a dispatch round queues revisits whose time
-has come; no revisit the planner makes comes due meanwhile), run until the frontier is idle and every
-consumer group has no lag ("drained"). Per pass it reports, from the server's request log, the bytes
-written to the fetcher (status line, headers, body) and the statuses, whether every edited page was
-fetched again with a 200 ("found"), and from /proc the CPU seconds of every service, of PostgreSQL and of
-the broker (``bench.proc_usage``), per revisited page, from the pass's start to the moment it was seen
-drained (the seconds spent confirming it, the same idle stack for both passes, are not counted):
+A pass is every fetched page made due at once in SQL (as a dispatch round queues revisits whose time has
+come; no revisit the planner makes comes due meanwhile) and the scheduler woken, run until the frontier
+is idle and every consumer group has no lag ("drained"). Per pass it reports, from the server's request
+log, the bytes written to the fetcher (status line, headers, body) and the statuses, whether every
+edited page was fetched again with a 200 ("found"), and from /proc the CPU seconds of every service, of
+PostgreSQL and of the broker (``bench.proc_usage``), per revisited page, from the pass's start to the
+moment it was seen drained (the seconds spent confirming it, the same idle stack for both passes, are
+not counted):
 
 - as measured ("CPU"), the stack's idle polling and this benchmark's own probes included;
 - less what the idle stack spends for as long under the same probes ("net"): measured after the crawl
@@ -194,6 +195,7 @@ def run_pass(rig: RevisitRig, admin: Any, sampler: Sampler, name: str, edited: s
     sampler.mark()
     started = time.monotonic()
     rig.sql(REVISIT_ALL)
+    admin.pause(False)  # queued behind the scheduler's back: wake its dispatcher, as their time coming would
     drained = rig.wait_settled(admin, timeout, sampler)
     spent = {part: sum(idle[way].get(part, 0.0) * seconds for way, seconds in drained.watched.items())
              for part in drained.cpu}

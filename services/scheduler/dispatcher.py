@@ -135,29 +135,38 @@ class Dispatcher:
                     if expired:
                         log.warning("%s in-flight requests expired and were queued again", expired)
                     last_lease_check = time.monotonic()
-                sent = await self.dispatch_once()
-                if sent and not self._short:
+                if await self.dispatch_once() and not self._short:
                     continue  # there may be more ready than the round had room for
-                # Nothing more is ready until something changes (that wakes the loop) or time passes:
-                # sleep until the first URL may be ready rather than run rounds that find nothing.
-                wait = await self._idle_wait(last_lease_check + lease_every - time.monotonic())
             except Exception:
                 log.exception("dispatch round failed; retrying")
-                wait = 1.0
+                await self._sleep(1.0)
+                continue
+            # Nothing more is ready until something changes (that wakes the loop) or time passes. A busy
+            # crawl's outcomes wake it within the dispatch interval, as ever; past that, it sleeps until the
+            # first URL may be ready rather than run rounds that find nothing.
+            if await self._sleep(self._settings.dispatch_interval) or self._stopping.is_set():
+                continue
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout=wait)
-            except TimeoutError:
-                pass
+                await self._sleep(await self._idle_wait(last_lease_check + lease_every - time.monotonic()))
+            except Exception:
+                log.exception("reading when the next URL is due failed; retrying")
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Waits up to ``seconds`` for a wake; True when woken."""
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout=max(0.0, seconds))
+        except TimeoutError:
+            return False
+        return True
 
     async def _idle_wait(self, lease_check_in: float) -> float:
-        """Seconds to sleep after a round that took all that was ready: until the next URL may be ready or
-        the leases are checked, at least ``dispatch_interval``, at most ``dispatch_idle_max``."""
-        longest = min(self._settings.dispatch_idle_max, lease_check_in)
-        if self._wake.is_set() or self._held is None:  # woken already, or paused (resuming wakes the loop)
-            due: float | None = None
-        else:
-            due = await self._store.seconds_until_due(sorted(self._owned()), self._held)
-        return max(self._settings.dispatch_interval, longest if due is None else min(due, longest))
+        """Seconds to sleep on, a dispatch interval after a round that took all that was ready: until the next
+        URL may be ready or the leases are checked, in all at most ``dispatch_idle_max``."""
+        longest = min(self._settings.dispatch_idle_max - self._settings.dispatch_interval, lease_check_in)
+        if self._held is None:  # paused: resuming wakes the loop
+            return longest
+        due = await self._store.seconds_until_due(sorted(self._owned()), self._held)
+        return longest if due is None else min(due, longest)
 
     async def dispatch_once(self) -> int:
         self.rounds += 1

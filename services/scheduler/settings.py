@@ -43,8 +43,8 @@ class SchedulerSettings:
     dispatch_interval: float = setting(
         "TRAWL_SCHEDULER_DISPATCH_INTERVAL",
         0.05,
-        "Shortest wait after a dispatch round that took all that was ready: the loop then sleeps until the next"
-        " URL may be ready (a host's gap, a retry's backoff, a revisit) or until woken (new URLs, outcomes).",
+        "How long the loop waits for a wake (new URLs, outcomes) after a dispatch round that took all that was"
+        " ready; then it sleeps until the next URL may be ready (a host's gap, a retry's backoff, a revisit).",
     )
     dispatch_idle_max: float = setting(
         "TRAWL_SCHEDULER_DISPATCH_IDLE_MAX_SECONDS",
