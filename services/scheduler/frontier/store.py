@@ -205,6 +205,13 @@ _APPLY_OUTCOMES = (
 )
 
 
+RELEASE_HOSTS = (
+    "UPDATE scheduler.hosts h SET in_flight = greatest(h.in_flight - r.n, 0)"
+    " FROM (SELECT host, count(*) AS n FROM unnest(%s::text[]) AS host GROUP BY host) r WHERE h.host = r.host"
+)
+"""Requests taken back from the hosts they were out for, one host per request (a host's two requests count two)."""
+
+
 UNANNOUNCED_PRIORITY = 1e-12
 """The priority of a URL at depth 0 whose cash the importance service has not announced yet, shared by
 ``1 + depth`` below it: far under any announced cash (100 credits over the whole crawl), so it only
@@ -447,10 +454,7 @@ class FrontierStore:
             )
             hosts = [r[0] for r in await cur.fetchall()]
             if hosts:
-                await conn.execute(
-                    "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1, 0) WHERE host = ANY(%s)",
-                    (hosts,),
-                )
+                await conn.execute(RELEASE_HOSTS, (hosts,))
         self._booked(-len(hosts))
         return len(hosts)
 

@@ -33,6 +33,7 @@ from libs.common.kafka.ends import offsets_since, read_to_end
 from libs.common.kafka.settings import KafkaSettings
 from libs.common.topics import FETCH_REQUESTS
 from libs.common.wire import messages as pb
+from services.scheduler.frontier.store import RELEASE_HOSTS
 from services.scheduler.recovery.broker_loss import BrokerLoss
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,6 @@ _REQUEUE = (
     " WHERE status = 'in_flight' AND request_id = ANY(%s)"
     " RETURNING host"
 )
-_RELEASE_HOSTS = "UPDATE scheduler.hosts SET in_flight = greatest(in_flight - 1, 0) WHERE host = ANY(%s)"
 
 
 class UnsentRequests:
@@ -95,7 +95,7 @@ class UnsentRequests:
             cur = await conn.execute(_REQUEUE, (unsent,))
             hosts = [str(r[0]) for r in await cur.fetchall()]
             if hosts:
-                await conn.execute(_RELEASE_HOSTS, (hosts,))
+                await conn.execute(RELEASE_HOSTS, (hosts,))
         if hosts:
             log.warning("%d requests in flight were never sent (a crash or a failed flush after their dispatch);"
                         " queued again", len(hosts), extra={"hosts": ",".join(sorted(set(hosts)))[:500]})

@@ -185,3 +185,13 @@ async def test_a_queue_depth_leaves_a_large_hosts_slots_as_they_are(scheduler_db
 def test_a_queue_depth_is_at_least_one(scheduler_db: Database) -> None:
     with pytest.raises(ValueError):
         FrontierStore(scheduler_db, len(ALL), queue_depth=0)
+
+
+async def test_expired_leases_give_a_host_back_every_request_it_had_out(scheduler_db: Database) -> None:
+    frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=2)
+    await frontier.add_urls([new(f"http://small.example/q{i}/") for i in range(4)])
+    assert len([*await frontier.dispatch(100, ALL), *await frontier.dispatch(100, ALL)]) == 2
+    assert (await host(scheduler_db, "small.example"))["in_flight"] == 2
+    assert await frontier.expire_leases(0.0) == 2  # both lost (a fetcher died with them)
+    assert (await host(scheduler_db, "small.example"))["in_flight"] == 0
+    assert len(await frontier.dispatch(100, ALL)) == 1  # the host is free again, not held by a stale count
