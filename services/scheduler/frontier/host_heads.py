@@ -54,27 +54,28 @@ _TAKEN = (
     "   ORDER BY f.priority DESC, f.url_fp LIMIT 1)"
 )
 
+OWNED = "partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
+"""A host of the replica's partitions that no one holds."""
 # A host may take a request when it has nothing in flight, or fewer than its slots and its gap
 # since the last start has passed; never a held host, only in the owned partitions.
-_FREE = (
-    "next_allowed_at <= now() AND partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
-)
+_FREE = "next_allowed_at <= now() AND " + OWNED
 # A one-slot host may take a request up to ``ahead`` seconds before its next allowed time: the
 # fetcher, which keeps the gap, holds it until then, so the request starts as the gap ends
 # instead of a dispatch round and a broker hop later (a large host's slots share the scheduler's
 # token and keep the strict rule).
 _FREE_AHEAD = (
     "next_allowed_at <= now() + make_interval(secs => CASE WHEN slots = 1 THEN %(ahead)s ELSE 0 END)"
-    " AND partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
+    " AND " + OWNED
 )
-_SHARED = "slots > 1 AND in_flight BETWEEN 1 AND slots - 1 AND gap_seconds IS NOT NULL"
+# A large host's slots, some taken, its shared gap known.
+SHARED = "slots > 1 AND in_flight BETWEEN 1 AND slots - 1 AND gap_seconds IS NOT NULL"
 
 # Hosts of one slot with requests out but fewer than the queue depth, whose gap is shorter than
 # ``behind_gap``: the next request waits at the fetcher for the host's gap instead of for the outcome's
 # way back (hosts_busy_heads, migration 0024, indexes these: at most the in-flight budget). A host with
 # a longer gap has time for its outcome to come back: its next URL is chosen then (up to ``ahead``
 # before the gap ends), with the cash its last pages passed on, rather than as soon as one is out.
-_BEHIND = "slots = 1 AND in_flight BETWEEN 1 AND %(depth)s - 1 AND coalesce(gap_seconds, 0) < %(behind_gap)s"
+BEHIND = "slots = 1 AND in_flight BETWEEN 1 AND %(depth)s - 1 AND coalesce(gap_seconds, 0) < %(behind_gap)s"
 
 
 def select_and_take(queue_depth: int = 1) -> str:
@@ -94,17 +95,17 @@ def select_and_take(queue_depth: int = 1) -> str:
         "  FOR UPDATE SKIP LOCKED"
         + ("), behind AS ("
            "  SELECT head_fp AS url_fp, head_priority AS priority, 0 AS idle FROM scheduler.hosts"
-           "  WHERE head_fp IS NOT NULL AND in_flight > 0 AND " + _BEHIND + " AND head_due_at <= %(now)s AND "
+           "  WHERE head_fp IS NOT NULL AND in_flight > 0 AND " + BEHIND + " AND head_due_at <= %(now)s AND "
            + _FREE_AHEAD + "  ORDER BY head_priority DESC, head_fp LIMIT %(room)s"
            "  FOR UPDATE SKIP LOCKED" if behind else "")
         + "), shared AS ("
         "  SELECT head_fp AS url_fp, head_priority AS priority, 0 AS idle FROM scheduler.hosts"
-        "  WHERE " + _SHARED + " AND head_fp IS NOT NULL AND head_due_at <= %(now)s AND " + _FREE
+        "  WHERE " + SHARED + " AND head_fp IS NOT NULL AND head_due_at <= %(now)s AND " + _FREE
         + "  FOR UPDATE SKIP LOCKED"
         "), later AS ("  # heads not due yet: the best due URL of such a host, if any
         "  SELECT host, (in_flight = 0)::int AS idle FROM scheduler.hosts"
-        "  WHERE head_fp IS NOT NULL AND head_due_at > %(now)s AND (in_flight = 0 OR " + _SHARED
-        + (" OR " + _BEHIND if behind else "") + ") AND " + _FREE
+        "  WHERE head_fp IS NOT NULL AND head_due_at > %(now)s AND (in_flight = 0 OR " + SHARED
+        + (" OR " + BEHIND if behind else "") + ") AND " + _FREE
         + "  FOR UPDATE SKIP LOCKED"
         "), later_best AS ("
         "  SELECT b.url_fp, b.priority, later.idle FROM later, LATERAL ("

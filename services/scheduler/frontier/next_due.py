@@ -25,20 +25,19 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-_OWNED = "partition = ANY(%(parts)s) AND host <> ALL(%(held)s::text[])"
+from services.scheduler.frontier.host_heads import BEHIND, OWNED, SHARED
 
 # Seconds from now, each part NULL when it has no row.
 NEXT_DUE = (
     "SELECT"
     " (SELECT extract(epoch FROM next_allowed_at - now()) - %(ahead)s FROM scheduler.hosts"
     "  WHERE head_fp IS NOT NULL AND slots = 1 AND next_allowed_at > now() + make_interval(secs => %(ahead)s)"
-    "   AND (in_flight = 0 OR (in_flight < %(depth)s AND coalesce(gap_seconds, 0) < %(behind_gap)s))"
-    "   AND " + _OWNED + " ORDER BY next_allowed_at LIMIT 1),"
+    "   AND (in_flight = 0 OR " + BEHIND + ") AND " + OWNED + " ORDER BY next_allowed_at LIMIT 1),"
     " (SELECT extract(epoch FROM min(next_allowed_at) - now()) FROM scheduler.hosts"
     "  WHERE slots > 1 AND head_fp IS NOT NULL AND next_allowed_at > now()"
-    "   AND (in_flight = 0 OR (in_flight < slots AND gap_seconds IS NOT NULL)) AND " + _OWNED + "),"
+    "   AND (in_flight = 0 OR " + SHARED + ") AND " + OWNED + "),"
     " (SELECT extract(epoch FROM head_due_at - %(now)s) / %(speed)s FROM scheduler.hosts"
-    "  WHERE head_fp IS NOT NULL AND head_due_at > %(now)s AND " + _OWNED + " ORDER BY head_due_at LIMIT 1),"
+    "  WHERE head_fp IS NOT NULL AND head_due_at > %(now)s AND " + OWNED + " ORDER BY head_due_at LIMIT 1),"
     " (SELECT extract(epoch FROM min(next_fetch_at) - %(now)s) / %(speed)s FROM scheduler.frontier"
     "  WHERE status = 'fetched')"
 )
