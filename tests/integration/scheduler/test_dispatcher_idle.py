@@ -88,7 +88,8 @@ async def test_a_host_waiting_for_its_gap_gets_one_round_ahead_of_it_not_one_eve
     started = time.monotonic()
     dispatcher = await running()
     took = await dispatched_after(dispatcher, 1, started)
-    assert 1.1 - AHEAD - 0.05 <= took <= 1.1 - AHEAD + 0.1
+    # Not before the gap less the window; long before the 5 s sleep cap (margins for a loaded machine).
+    assert 1.1 - AHEAD - 0.05 <= took <= 1.1 - AHEAD + 0.5
     rounds_then = dispatcher.rounds
     assert rounds_then <= 3  # the first, the one at the host's time (and maybe one at the interval's floor)
     await asyncio.sleep(1.0)
@@ -106,8 +107,8 @@ async def test_a_retry_or_a_revisit_coming_due_and_a_wake_each_start_a_round_pro
               " WHERE host = 'revisit.example'")
     started = time.monotonic()
     dispatcher = await running()
-    assert 0.45 <= await dispatched_after(dispatcher, 1, started) <= 0.6
-    assert 0.95 <= await dispatched_after(dispatcher, 2, started) <= 1.1
+    assert 0.45 <= await dispatched_after(dispatcher, 1, started) <= 1.0  # the sleep cap is 5 s
+    assert 0.95 <= await dispatched_after(dispatcher, 2, started) <= 1.5
     assert dispatcher.rounds <= 5
 
     await asyncio.sleep(0.5)
@@ -115,5 +116,5 @@ async def test_a_retry_or_a_revisit_coming_due_and_a_wake_each_start_a_round_pro
     await frontier.add_urls([new("http://new.example/")])
     woken = time.monotonic()
     dispatcher.wake()  # as the handlers do when URLs are queued or outcomes free hosts
-    assert await dispatched_after(dispatcher, 3, woken) <= 0.1
+    assert await dispatched_after(dispatcher, 3, woken) <= 0.5  # unwoken, it would sleep the 5 s cap
     assert dispatcher.rounds <= rounds + 2
