@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from services.fetcher.http.informational_responses import (
     INFORMATIONAL_FLOODS,
     BoundedConnector,
 )
+from tests.unit.fetcher.loop_watch import rss_bytes
 
 MiB = 1024 * 1024
 HINT = b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
@@ -26,10 +26,6 @@ FINAL = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r
 
 Answer = Callable[[asyncio.StreamWriter], Awaitable[None]]
 RawServer = Callable[[Answer], Awaitable[str]]
-
-
-def rss_bytes() -> int:
-    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 @pytest.fixture

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import gzip
 import itertools
 import logging
-import os
 import time
 import zlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +22,7 @@ from services.fetcher.robots.robots import RobotsCache
 from services.fetcher.settings import FetcherSettings
 from services.fetcher.sitemaps.sitemap_parser import MAX_LOC_CHARS, MAX_SITEMAP_BYTES, SitemapLimits, parse_sitemap
 from services.fetcher.sitemaps.sitemaps import FILES_IN_HAND, SITEMAP_CUTS, SitemapReader, sitemap_reader
+from tests.unit.fetcher.loop_watch import watching_loop
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 MiB = 1024 * 1024
@@ -110,11 +108,6 @@ async def test_sitemaps_in_robots_txt_are_read_politely_and_published(serve, mak
     await reader.stop()
 
 
-def rss_bytes() -> int:
-    """This process's resident set now."""
-    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def element_bomb(origin: str) -> bytes:
     """53 KB of gzip inflating to 52 MiB: two page URLs, then 13 million empty elements."""
     compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
@@ -162,29 +155,14 @@ async def test_a_sitemap_bomb_is_parsed_off_the_event_loop_in_little_memory(capl
     """The 53 KB gzip of 52 MiB of elements that took a fetcher to 1.7 GB and blocked its loop for 11-17 s."""
     site = Site({"/sitemap.xml.gz": element_bomb(Site.origin)}, "/sitemap.xml.gz")
     reader = site.reader()
-    gc.collect()
-    before, peak, gaps = rss_bytes(), 0, [0.0]
-    done = asyncio.Event()
-
-    async def ticker() -> None:  # what the gRPC health check and the fetches need: the loop turning
-        nonlocal peak
-        last = time.monotonic()
-        while not done.is_set():
-            await asyncio.sleep(0.005)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-            peak = max(peak, rss_bytes())
-
     elements_cut = cuts("elements")
-    ticks = asyncio.get_running_loop().create_task(ticker())
-    started = time.monotonic()
-    with caplog.at_level(logging.INFO, "services.fetcher.sitemaps.sitemaps"):
-        await site.read(reader)
-    took = time.monotonic() - started
-    done.set()
-    await ticks
+    async with watching_loop() as watch:
+        started = time.monotonic()
+        with caplog.at_level(logging.INFO, "services.fetcher.sitemaps.sitemaps"):
+            await site.read(reader)
+        took = time.monotonic() - started
     await reader.stop()
+    before, peak, gaps = watch.before, watch.peak, watch.gaps
     assert site.published == [(f"{Site.origin}/sitemap.xml.gz", [f"{Site.origin}/1", f"{Site.origin}/2"])]
     assert cuts("elements") == elements_cut + 1
     logged = [r.getMessage() for r in caplog.records if "/sitemap.xml.gz" in r.getMessage()]

@@ -8,13 +8,9 @@ reads them (robots.txt through the politeness slot, then the sitemaps in the bac
 
 from __future__ import annotations
 
-import asyncio
-import gc
-import os
 import time
 import zlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -27,12 +23,9 @@ from services.fetcher.http.http_client import HttpFetcher
 from services.fetcher.politeness.politeness import HostPoliteness
 from services.fetcher.robots.robots import RobotsCache
 from services.fetcher.sitemaps.sitemaps import SITEMAP_CUTS, SitemapReader
+from tests.unit.fetcher.loop_watch import watching_loop
 
 MiB = 1024 * 1024
-
-
-def rss_bytes() -> int:
-    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 @pytest.fixture
@@ -85,25 +78,10 @@ def test_the_bomb_is_small_and_inflates_past_the_sitemap_limit() -> None:
 async def test_a_sitemap_bomb_keeps_the_loop_turning_and_memory_flat(web: SimWebServer) -> None:
     sitemap_bomb(f"http://{hostile_host('sitemap-bomb')}")  # built before measuring (the server's, not ours)
     crawl = Crawl(web)
-    gc.collect()
-    before, peak, gaps = rss_bytes(), 0, [0.0]
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal peak
-        last = time.monotonic()
-        while not done.is_set():
-            await asyncio.sleep(0.005)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-            peak = max(peak, rss_bytes())
-
     elements_cut = SITEMAP_CUTS.labels("elements")._value.get()
-    ticks = asyncio.get_running_loop().create_task(ticker())
-    await crawl.home_page_and_sitemaps("sitemap-bomb")
-    done.set()
-    await ticks
+    async with watching_loop() as watch:
+        await crawl.home_page_and_sitemaps("sitemap-bomb")
+    before, peak, gaps = watch.before, watch.peak, watch.gaps
     origin = f"http://{hostile_host('sitemap-bomb')}"
     assert crawl.published == [(f"{origin}/sitemap.xml.gz", [f"{origin}/real/{i}" for i in (1, 2, 3)])]
     assert SITEMAP_CUTS.labels("elements")._value.get() == elements_cut + 1
