@@ -18,8 +18,6 @@ timers) is read for that long before the seeds go in.
 
 from __future__ import annotations
 
-import ast
-import json
 import os
 import random
 import shutil
@@ -36,7 +34,7 @@ from bench.proc_usage import PartUsage, Sampler
 from cli.demo import DEMO_ENV
 from cli.stack import health, local_stack
 from cli.stack.layout import SERVICES, StackSettings, StackState, logs_dir, run_dir
-from cli.stack.processes import ServiceProcess
+from cli.stack.processes import ServiceProcess, owned_partitions
 from libs.common.kafka.ends import watermarks
 from libs.common.settings import load_settings
 from libs.common.topics import ALL_TOPICS
@@ -136,29 +134,6 @@ def replica_names(replicas: Mapping[str, int]) -> list[tuple[str, str]]:
     return [(service, f"{service}.{i}") for service in SERVICES for i in range(2, replicas.get(service, 1) + 1)]
 
 
-def _owns_partitions(log_path: Path) -> bool:
-    """Whether a service process owns partitions now, replayed from its log's ``assigned`` and ``revoked``
-    lines (eager assignment revokes and assigns everything, cooperative assignment only what moves)."""
-    owned: set[str] = set()
-    text = log_path.read_text(errors="replace") if log_path.exists() else ""
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        msg = str(entry.get("msg", ""))
-        if entry.get("logger") == "libs.common.kafka.consumer" and msg.startswith(("assigned [", "revoked [")):
-            verb, listed = msg.split(" ", 1)
-            names = set(ast.literal_eval(listed))
-            owned = owned | names if verb == "assigned" else owned - names
-    return bool(owned)
-
-
-def _tail(log_path: Path, lines: int = 5) -> str:
-    text = log_path.read_text(errors="replace") if log_path.exists() else "(no log)"
-    return " | ".join(text.splitlines()[-lines:])
-
-
 def start_replicas(settings: StackSettings, state: StackState, replicas: Mapping[str, int],
                    first_port: int) -> dict[str, ServiceProcess]:
     """Starts the extra processes of each service (the stack's environment for it, gRPC on ``first_port``
@@ -176,15 +151,15 @@ def start_replicas(settings: StackSettings, state: StackState, replicas: Mapping
     deadline = time.monotonic() + REPLICA_READY_SECONDS
     while True:
         waiting = [name for name, a in addresses.items() if health.check(a) != "SERVING"]
-        waiting += [path.stem for path in logs if not _owns_partitions(path)]
+        waiting += [path.stem for path in logs if not owned_partitions(path)]
         if not waiting:
             break
         for name, process in started.items():
             if not process.alive():
-                raise RuntimeError(f"replica {name} exited: {_tail(process.log_path)}")
+                raise RuntimeError(f"replica {name} exited: {procs.tail(process.log_path, 5)}")
         if time.monotonic() > deadline:
             raise RuntimeError(f"{waiting} not serving with partitions of their own within {REPLICA_READY_SECONDS} s:"
-                               f" {_tail(logs_dir(settings) / (waiting[0] + '.log'))}")
+                               f" {procs.tail(logs_dir(settings) / (waiting[0] + '.log'), 5)}")
         time.sleep(0.5)
     return started
 

@@ -16,6 +16,8 @@ unreachable dependency itself at start: ``TRAWL_STARTUP_WAIT_SECONDS``).
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import os
 import signal
@@ -135,3 +137,31 @@ class Supervisor:
         deadline = time.monotonic() + self.drain_timeout
         for p in self.processes:
             p.stop(timeout=max(0.1, deadline - time.monotonic()))
+
+
+def owned_partitions(service_log: Path) -> set[tuple[str, int]]:
+    """The partitions a service process owns now (topic, number), replayed from its log's ``assigned`` and
+    ``revoked`` lines; none when there is no log yet.
+
+    (The broker's own view is not available: Tansu describes a group without its members.) Eager
+    assignment revokes and assigns everything, cooperative assignment only what moves; replaying
+    both gives the current ownership. The log of a restarted process starts over at its ``started`` line.
+    """
+    owned: set[tuple[str, int]] = set()
+    text = service_log.read_text(errors="replace") if service_log.exists() else ""
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        msg = str(entry.get("msg", ""))
+        if entry.get("logger") == "libs.common.service" and msg.endswith(" started"):
+            owned.clear()
+        elif entry.get("logger") == "libs.common.kafka.consumer" and msg.startswith(("assigned [", "revoked [")):
+            verb, listed = msg.split(" ", 1)
+            parts = set()
+            for name in ast.literal_eval(listed):
+                topic, number = name[:-1].rsplit("[", 1)
+                parts.add((topic, int(number)))
+            owned = owned | parts if verb == "assigned" else owned - parts
+    return owned

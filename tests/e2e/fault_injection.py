@@ -21,8 +21,6 @@
 
 from __future__ import annotations
 
-import ast
-import json
 import logging
 import os
 import random
@@ -216,32 +214,6 @@ def committed_topics(bootstrap: str, group: str, timeout: float = 10.0) -> set[s
     """The topics a consumer group has committed offsets of: those it consumes, once it consumed anything."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     return {topic for topic, _partition in committed_offsets(admin, group, None, timeout)}
-
-
-def owned_partitions(service_log: Path) -> set[tuple[str, int]]:
-    """The partitions a service process owns now, replayed from its log's ``assigned`` and ``revoked`` lines.
-
-    (The broker's own view is not available: Tansu describes a group without its members.) Eager
-    assignment revokes and assigns everything, cooperative assignment only what moves; replaying
-    both gives the current ownership. The log of a restarted process starts over at its ``started`` line.
-    """
-    owned: set[tuple[str, int]] = set()
-    for line in service_log.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        msg = str(entry.get("msg", ""))
-        if entry.get("logger") == "libs.common.service" and msg.endswith(" started"):
-            owned.clear()
-        elif entry.get("logger") == "libs.common.kafka.consumer" and msg.startswith(("assigned [", "revoked [")):
-            verb, listed = msg.split(" ", 1)
-            parts = set()
-            for name in ast.literal_eval(listed):
-                topic, number = name[:-1].rsplit("[", 1)
-                parts.add((topic, int(number)))
-            owned = owned | parts if verb == "assigned" else owned - parts
-    return owned
 
 
 def dead_letter_metric(metrics_port: int) -> dict[tuple[str, str, str], float]:

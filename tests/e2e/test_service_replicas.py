@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from cli.stack.processes import ServiceProcess
+from cli.stack.processes import ServiceProcess, owned_partitions
 from libs.common.kafka.codec import ProtoCodec, UndecodableMessage
 from libs.common.topics import ALL_TOPICS, BY_NAME, DEAD_LETTERS
 from libs.simweb import SimWeb, SimWebConfig
@@ -44,7 +44,6 @@ from tests.e2e.fault_injection import (
     dead_letter_metric,
     fetched_count,
     inject_poison,
-    owned_partitions,
     read_dead_letters,
     wait_fetched,
     wait_until_quiet,

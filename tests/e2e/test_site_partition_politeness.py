@@ -17,8 +17,6 @@ after it (0.29 s and 0.03 s after, with a 0.5 s delay, in two runs; see docs/ser
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,7 +25,7 @@ import pytest
 
 from cli.simweb_thread import BackgroundSimWeb
 from cli.stack import health
-from cli.stack.processes import ServiceProcess
+from cli.stack.processes import ServiceProcess, owned_partitions
 from libs.common.kafka.partitioner import partition_for
 from libs.common.topics import FETCH_REQUESTS
 from libs.localinfra.ports import free_port
@@ -56,17 +54,7 @@ def site(host: str) -> dict[str, list[str]]:
 
 def owned(log: Path, topic: str) -> set[int]:
     """The partitions of ``topic`` a fetcher owns now, replayed from its log's assigned/revoked lines."""
-    parts: set[int] = set()
-    for line in log.read_text().splitlines() if log.exists() else []:
-        try:
-            message = str(json.loads(line).get("msg", ""))
-        except ValueError:
-            continue
-        verb, _, listed = message.partition(" ")
-        if verb in ("assigned", "revoked"):
-            found = {int(p) for p in re.findall(re.escape(topic) + r"\[(\d+)\]", listed)}
-            parts = parts | found if verb == "assigned" else parts - found
-    return parts
+    return {number for name, number in owned_partitions(log) if name == topic}
 
 
 def owners(logs: list[Path], topic: str) -> dict[int, int]:
