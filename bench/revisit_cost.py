@@ -35,6 +35,7 @@ pages carry markup, so extraction costs more than it would).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -46,9 +47,10 @@ from typing import Any
 
 import psycopg
 
+from bench import simweb_process
 from bench.harness import machine
 from bench.proc_usage import Sampler
-from bench.trawl_stack_run import DATABASE, DEMO_TUNING, stack_env, stack_parts
+from bench.trawl_stack_run import DATABASE, DEMO_TUNING, SETTLE_SECONDS, stack_env, stack_parts
 from cli.stack import local_stack
 from cli.stack.layout import SERVICES, StackSettings
 from libs.common.settings import load_settings
@@ -59,7 +61,6 @@ from libs.simweb.process import SimWebProcess
 from libs.simweb.request_log import RequestRecord
 
 SYSTEM = (*SERVICES, "postgres", "broker")
-SETTLE_SECONDS = 3.0
 IDLE_SECONDS = 8.0  # per way of watching the stack
 PROBE_EVERY = 0.25
 REVISIT_ALL = ("UPDATE scheduler.frontier SET status = 'queued', attempts = 0, next_fetch_at = now()"
@@ -77,9 +78,7 @@ def web_config(seed: int, hosts: int, pages: int, edit_ratio: float, large_pages
     """The end-to-end benchmarks' web (no hubs, no Crawl-delay, no robots.txt answering 503), every host
     honouring validators, ``edit_ratio`` of the pages edited a day; ``large_pages``: pages of served size."""
     sizes: dict[str, Any] = LARGE_PAGES if large_pages else {}
-    return SimWebConfig(seed=seed, hosts=hosts, pages=pages, host_size_exponent=0.3, hub_host_ratio=0.0,
-                        crawl_delay_host_ratio=0.0, robots_unavailable_ratio=0.0, page_edit_ratio=edit_ratio,
-                        **sizes)
+    return dataclasses.replace(simweb_process.web_config(seed, hosts, pages), page_edit_ratio=edit_ratio, **sizes)
 
 
 @dataclass

@@ -66,15 +66,14 @@ from bench.proc_usage import CLOCK_TICKS, children_of, read_stat
 from bench.simweb_process import served_web
 from bench.trawl_stack_run import crawl_with_stack
 from cli.demo import DEMO_ENV
-from libs.common.topics import DOCUMENTS, FETCH_OUTCOMES, FETCH_REQUESTS, FETCH_RESULTS, PAGE_LINKS
+from libs.common.topics import INPUTS
+from libs.localinfra import procs
 
 CORES = (2, 4, 8, 16)
 TARGET_8_OVER_2 = 3.5
 REPLICATED = ("fetcher", "extractor", "dedup")
 PARTITIONED = ("scheduler", "importance", "linkbase")
-PARTITIONS = {"fetcher": FETCH_REQUESTS.partitions, "extractor": FETCH_RESULTS.partitions,
-              "dedup": DOCUMENTS.partitions, "scheduler": FETCH_OUTCOMES.partitions,
-              "importance": PAGE_LINKS.partitions, "linkbase": PAGE_LINKS.partitions}
+PARTITIONS = {service: INPUTS[service][0].partitions for service in (*REPLICATED, *PARTITIONED)}
 """Most replicas of a service that own partitions: those of the topic it consumes (its inputs are
 co-partitioned, the same count)."""
 EXTRACTOR_PROCESSES = int(DEMO_ENV.get("TRAWL_EXTRACTOR_PROCESSES", "1"))
@@ -198,13 +197,6 @@ def stops_scaling(parts: Sequence[Part], ceilings: Mapping[str, float] | None = 
 # -- measuring -------------------------------------------------------------------------------------
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
 def _thread_cpu(pid: int) -> dict[int, float]:
     out: dict[int, float] = {}
     try:
@@ -239,7 +231,7 @@ class ProcessProbe:
                 for pid in [root, *(children_of(root) if children else [])]:
                     stat = read_stat(pid)
                     if stat is not None:
-                        units[pid] = (_cmdline(pid), stat.cpu_seconds)
+                        units[pid] = (" ".join(procs.cmdline(pid)), stat.cpu_seconds)
             snapshot[name] = units
         self.at[moment] = snapshot
 
