@@ -18,7 +18,7 @@ is largest, ties to the larger worst set) and shows where the held-out families 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,6 @@ from services.scheduler.bandits.policies import (
     RECENCY_DECAY,
     RECENCY_FLOOR,
     RecencyGreedy,
-    SitePolicy,
     make_policy,
 )
 from services.scheduler.bandits.replay import SiteRewards, replay
@@ -55,15 +54,13 @@ def family_sets(kind: str, seeds: int) -> list[list[SiteRewards]]:
     return [generate(kind, seed) for seed in range(seeds)]
 
 
-def run_sets(sets: Sequence[Sequence[SiteRewards]], budget: int, step: int,
-             extra: Callable[[], SitePolicy] | None = None) -> list[SetResult]:
-    """Every policy on every set (``extra`` replaces ``recency`` when given)."""
+def run_sets(sets: Sequence[Sequence[SiteRewards]], budget: int, step: int) -> list[SetResult]:
+    """Every policy on every set."""
     out = []
     for seed, sites in enumerate(sets):
         rewards = {}
         for name in POLICY_NAMES:
-            policy = extra() if extra is not None and name == "recency" else make_policy(
-                name, budget=budget, sites=len(sites), step=step)
+            policy = make_policy(name, budget=budget, sites=len(sites), step=step)
             rewards[name] = replay(policy, sites, budget).reward
         out.append(SetResult(seed, rewards))
     return out
@@ -89,8 +86,8 @@ def summary(results: Sequence[SetResult]) -> dict[str, Any]:
 
 def tune(budget: int, step: int, seeds: int) -> dict[str, Any]:
     """The recency grid over the tuning families, and the held-out families at each point."""
-    base = {kind: run_sets(family_sets(kind, seeds), budget, step) for kind, _ in FAMILIES}
     sets = {kind: family_sets(kind, seeds) for kind, _ in FAMILIES}
+    base = {kind: run_sets(sets[kind], budget, step) for kind, _ in FAMILIES}
     rows: list[dict[str, Any]] = []
     for decay in DECAYS:
         for floor in FLOORS:
