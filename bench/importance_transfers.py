@@ -60,7 +60,7 @@ from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.followed_links import fill_followed, followed
-from libs.common.kafka.consumer import Record
+from libs.common.kafka.consumer import Record, by_topic
 from libs.common.kafka.partitioner import fingerprint_partitions
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
@@ -212,12 +212,10 @@ async def _replica(job: ReplicaJob, ready: Any, start: Any, shared: Any) -> tupl
             room = size - len(batch)
             batch += decoded(raw[:room])
             del raw[:room]
-            by_topic: dict[str, list[Record[Any]]] = {}
-            for record in batch:
-                by_topic.setdefault(record.topic.name, []).append(record)
+            groups = by_topic(batch)
             for name, handle in handlers.items():  # in the handlers' order, as the consumer does
-                if name in by_topic:
-                    await handle(by_topic[name])
+                if name in groups:
+                    await handle(groups[name])
             states = owned.states.values()
             base = SLOTS * job.index
             shared[base] = sum(s.engine.totals.sent for s in states)

@@ -86,7 +86,7 @@ class TopicHandler(Generic[M]):
     handle: BatchHandler[M]
 
 
-def _by_topic(records: Sequence[Record[Any]]) -> dict[str, list[Record[Any]]]:
+def by_topic(records: Sequence[Record[Any]]) -> dict[str, list[Record[Any]]]:
     """The records of each topic (by declared name), in their order."""
     groups: dict[str, list[Record[Any]]] = {}
     for record in records:
@@ -402,7 +402,7 @@ class TopicConsumer:
         if not records:
             return
         started = time.monotonic()
-        groups = _by_topic(records)
+        groups = by_topic(records)
         for name in self._handlers:
             if name in groups:
                 await self._process_topic_batch(groups[name])
