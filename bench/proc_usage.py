@@ -31,9 +31,10 @@ class ProcStat:
     children_cpu_seconds: float  # cutime + cstime: children it reaped
 
 
-def read_stat(pid: int) -> ProcStat | None:
+def read_stat(pid: int, tid: int | None = None) -> ProcStat | None:
+    """Process ``pid``'s counters, or those of its thread ``tid``; None when gone."""
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat").read_text()
     except OSError:
         return None
     fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces

@@ -62,7 +62,7 @@ from urllib.parse import urlsplit
 
 from bench.e2e_vs_scrapy import MIN_DELAY, Workload, add_web_options, build_workload, log_figures
 from bench.harness import machine
-from bench.proc_usage import CLOCK_TICKS, children_of, read_stat
+from bench.proc_usage import children_of, read_stat
 from bench.simweb_process import served_web
 from bench.trawl_stack_run import crawl_with_stack
 from cli.demo import DEMO_ENV
@@ -204,12 +204,9 @@ def _thread_cpu(pid: int) -> dict[int, float]:
     except OSError:
         return out
     for tid in tids:
-        try:
-            text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2 :].split()
-        out[tid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+        stat = read_stat(pid, tid)
+        if stat is not None:
+            out[tid] = stat.cpu_seconds
     return out
 
 
