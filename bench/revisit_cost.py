@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import shutil
 import sys
 import tempfile
 import time
@@ -50,12 +49,10 @@ import psycopg
 from bench import simweb_process
 from bench.harness import machine
 from bench.proc_usage import Sampler
-from bench.trawl_stack_run import DATABASE, DEMO_TUNING, SETTLE_SECONDS, stack_env, stack_parts
+from bench.trawl_stack_run import DEMO_TUNING, SETTLE_SECONDS, bench_stack, stack_parts
 from cli.stack import local_stack
 from cli.stack.layout import SERVICES, StackSettings
-from libs.common.settings import load_settings
 from libs.common.urls import normalize_url
-from libs.localinfra.pgadmin import create_database, drop_database
 from libs.simweb import SimWeb, SimWebConfig, build_web
 from libs.simweb.process import SimWebProcess
 from libs.simweb.request_log import RequestRecord
@@ -221,46 +218,36 @@ def run(config: SimWebConfig, folder: Path, order: tuple[str, str], gzip: bool, 
     web = build_web(config)
     served = SimWebProcess(config, folder / "revisits.log", gzip=gzip, render=True)
     served.start()
-    home = Path(tempfile.mkdtemp(prefix="trawl-bench-revisits-", dir="/var/tmp"))
-    home.chmod(0o755)  # the PostgreSQL account must be able to enter it
-    env = stack_env(home)
-    settings = load_settings(StackSettings, env)
     try:
-        admin_dsn = local_stack.ensure_postgres(settings, env)
-        drop_database(admin_dsn, DATABASE)
-        create_database(admin_dsn, DATABASE)
-        state = local_stack.up(settings, {**env, **TUNING, "TRAWL_FETCHER_PROXY": served.url,
-                                          "TRAWL_TOPIC_PREFIX": "bench."}, database=DATABASE)
-        rig = RevisitRig(served, settings, state.dsn)
-        sampler = Sampler({**stack_parts(settings), "simweb": (served.pid, False)})
-        sampler.start()
-        with local_stack.admin_client(settings, state) as admin:
-            crawl_started = time.monotonic()
-            admin.add_seeds(web.home_pages())
-            crawl_seconds = rig.wait_settled(admin, timeout).at - crawl_started
-            crawled = rig.fetched()
-            # what the stack spends idle, watched as a pass is, for reading the passes' figures
-            idle = {way: rig.idle_rates(admin, sampler, way == "lag") for way in ("frontier", "lag")}
-            passes = []
-            moment = web.start_time
-            for name in order:
-                served.advance()
-                later = moment + config.page_edit_interval
-                edited = edited_between(web, crawled, moment, later)
-                moment = later
-                passes.append(run_pass(rig, admin, sampler, name, edited, timeout, idle))
-                print(f"  {name}: {passes[-1].figures()}", file=sys.stderr, flush=True)
-        sampler.stop()
-        return {"crawled": len(crawled), "crawl_seconds": round(crawl_seconds, 1),
-                "idle_cpu_ms_per_second": {way: round(1000 * sum(rates.get(p, 0.0) for p in SYSTEM), 1)
-                                           for way, rates in idle.items()},
-                "idle_cpu_ms_per_second_by_part": {way: {p: round(1000 * v, 1) for p, v in sorted(rates.items())}
-                                                   for way, rates in idle.items()},
-                "passes": {p.name: p.figures() for p in passes}}
+        with bench_stack(served.url, TUNING) as (settings, state, _env):
+            rig = RevisitRig(served, settings, state.dsn)
+            sampler = Sampler({**stack_parts(settings), "simweb": (served.pid, False)})
+            sampler.start()
+            with local_stack.admin_client(settings, state) as admin:
+                crawl_started = time.monotonic()
+                admin.add_seeds(web.home_pages())
+                crawl_seconds = rig.wait_settled(admin, timeout).at - crawl_started
+                crawled = rig.fetched()
+                # what the stack spends idle, watched as a pass is, for reading the passes' figures
+                idle = {way: rig.idle_rates(admin, sampler, way == "lag") for way in ("frontier", "lag")}
+                passes = []
+                moment = web.start_time
+                for name in order:
+                    served.advance()
+                    later = moment + config.page_edit_interval
+                    edited = edited_between(web, crawled, moment, later)
+                    moment = later
+                    passes.append(run_pass(rig, admin, sampler, name, edited, timeout, idle))
+                    print(f"  {name}: {passes[-1].figures()}", file=sys.stderr, flush=True)
+            sampler.stop()
+            return {"crawled": len(crawled), "crawl_seconds": round(crawl_seconds, 1),
+                    "idle_cpu_ms_per_second": {way: round(1000 * sum(rates.get(p, 0.0) for p in SYSTEM), 1)
+                                               for way, rates in idle.items()},
+                    "idle_cpu_ms_per_second_by_part": {way: {p: round(1000 * v, 1) for p, v in sorted(rates.items())}
+                                                       for way, rates in idle.items()},
+                    "passes": {p.name: p.figures() for p in passes}}
     finally:
-        local_stack.down(settings)
         served.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def mean_page_kb(config: SimWebConfig) -> float:

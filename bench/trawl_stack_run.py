@@ -25,7 +25,8 @@ import signal
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,28 @@ def topic_messages(bootstrap: str, prefix: str) -> dict[str, int]:
     return counts
 
 
+@contextmanager
+def bench_stack(web_url: str, tuning: Mapping[str, str], overrides: Mapping[str, str] | None = None, *,
+                extra_ports: int = 0) -> Iterator[tuple[StackSettings, StackState, dict[str, str]]]:
+    """The local stack on a fresh database of a throwaway home, its services crawling through ``web_url``: they
+    get ``tuning``, the web's proxy and the ``bench.`` topic prefix, then ``overrides``. Gives the stack's
+    settings, its state and the services' environment; takes it all down on the way out."""
+    home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
+    home.chmod(0o755)  # the PostgreSQL account must be able to enter it
+    env = stack_env(home, extra_ports=extra_ports)
+    settings = load_settings(StackSettings, env)
+    try:
+        admin_dsn = local_stack.ensure_postgres(settings, env)
+        drop_database(admin_dsn, DATABASE)
+        create_database(admin_dsn, DATABASE)
+        services_env = {**env, **tuning, "TRAWL_FETCHER_PROXY": web_url, "TRAWL_TOPIC_PREFIX": "bench.",
+                        **(overrides or {})}
+        yield settings, local_stack.up(settings, services_env, database=DATABASE), services_env
+    finally:
+        local_stack.down(settings)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping[str, str] | None = None,
                      timeout: float = 900.0, watch_lag: bool = True,
                      tuning: Mapping[str, str] = DEMO_TUNING, replicas: Mapping[str, int] | None = None,
@@ -191,70 +214,59 @@ def crawl_with_stack(web: SimWebProcess, seeds: list[str], *, overrides: Mapping
     the services it names (their usage is reported as ``<service>.2`` ...); ``probe`` is told when the CPU
     counters start and when the crawl is over; with ``idle_seconds``, the CPU each part spends that long with
     nothing to crawl is read before the seeds go in (``StackCrawl.idle_cpu``)."""
-    home = Path(tempfile.mkdtemp(prefix="trawl-bench-e2e-", dir="/var/tmp"))
-    home.chmod(0o755)  # the PostgreSQL account must be able to enter it
     extra = replica_names(replicas or {})
-    env = stack_env(home, extra_ports=len(extra))
-    settings = load_settings(StackSettings, env)
     replica_processes: dict[str, ServiceProcess] = {}
-    try:
-        admin_dsn = local_stack.ensure_postgres(settings, env)
-        drop_database(admin_dsn, DATABASE)
-        create_database(admin_dsn, DATABASE)
-        stack_env_ = {**env, **tuning, "TRAWL_FETCHER_PROXY": web.url, "TRAWL_TOPIC_PREFIX": "bench.",
-                      **(overrides or {})}
-        state = local_stack.up(settings, stack_env_, database=DATABASE)
-        if extra:
-            replica_processes = start_replicas(settings, state, replicas or {},
-                                               settings.grpc_base_port + len(SERVICES))
-        parts = {**stack_parts(settings), **{name: (p.pid, True) for name, p in replica_processes.items() if p.pid},
-                 "simweb": (web.pid, False)}
-        sampler = Sampler(parts)
-        sampler.start()
-        lags: dict[str, list[int]] = {}
-        idle_cpu: dict[str, float] = {}
-        with local_stack.admin_client(settings, state) as admin:
-            if idle_seconds > 0:
-                time.sleep(IDLE_SETTLE_SECONDS)  # past the services' start-up work
+    with bench_stack(web.url, tuning, overrides, extra_ports=len(extra)) as (settings, state, stack_env_):
+        try:
+            if extra:
+                replica_processes = start_replicas(settings, state, replicas or {},
+                                                   settings.grpc_base_port + len(SERVICES))
+            parts = {**stack_parts(settings), **{name: (p.pid, True) for name, p in replica_processes.items() if p.pid},
+                     "simweb": (web.pid, False)}
+            sampler = Sampler(parts)
+            sampler.start()
+            lags: dict[str, list[int]] = {}
+            idle_cpu: dict[str, float] = {}
+            with local_stack.admin_client(settings, state) as admin:
+                if idle_seconds > 0:
+                    time.sleep(IDLE_SETTLE_SECONDS)  # past the services' start-up work
+                    sampler.mark()
+                    time.sleep(idle_seconds)
+                    sampler.sample()
+                    idle_cpu = {name: part.cpu_seconds for name, part in sampler.usage.items()}
                 sampler.mark()
-                time.sleep(idle_seconds)
-                sampler.sample()
-                idle_cpu = {name: part.cpu_seconds for name, part in sampler.usage.items()}
-            sampler.mark()
+                if probe is not None:
+                    probe("mark", parts)
+                started = time.monotonic()
+                admin.add_seeds(seeds)
+                idle_since: float | None = None
+                next_lag = started + LAG_EVERY_SECONDS
+                while True:
+                    stats = admin.stats()
+                    now = time.monotonic()
+                    if now - started > timeout:
+                        raise TimeoutError(f"the crawl did not finish within {timeout:.0f} s: {stats}")
+                    if stats["frontier"].get("queued", 0) + stats["in_flight"] == 0 and stats["fetched"] > 0:
+                        idle_since = idle_since or now
+                        if now - idle_since >= SETTLE_SECONDS:
+                            break
+                    else:
+                        idle_since = None
+                    if watch_lag and now >= next_lag:
+                        for service, lag in local_stack.lag_by_group(settings).items():
+                            lags.setdefault(service, []).append(lag)
+                        next_lag = time.monotonic() + LAG_EVERY_SECONDS
+                    time.sleep(0.25)
+                seconds = (idle_since or now) - started
             if probe is not None:
-                probe("mark", parts)
-            started = time.monotonic()
-            admin.add_seeds(seeds)
-            idle_since: float | None = None
-            next_lag = started + LAG_EVERY_SECONDS
-            while True:
-                stats = admin.stats()
-                now = time.monotonic()
-                if now - started > timeout:
-                    raise TimeoutError(f"the crawl did not finish within {timeout:.0f} s: {stats}")
-                if stats["frontier"].get("queued", 0) + stats["in_flight"] == 0 and stats["fetched"] > 0:
-                    idle_since = idle_since or now
-                    if now - idle_since >= SETTLE_SECONDS:
-                        break
-                else:
-                    idle_since = None
-                if watch_lag and now >= next_lag:
-                    for service, lag in local_stack.lag_by_group(settings).items():
-                        lags.setdefault(service, []).append(lag)
-                    next_lag = time.monotonic() + LAG_EVERY_SECONDS
-                time.sleep(0.25)
-            seconds = (idle_since or now) - started
-        if probe is not None:
-            probe("idle", parts)
-        usage = sampler.stop()
-        messages = topic_messages(state.bootstrap, stack_env_["TRAWL_TOPIC_PREFIX"])
-        return StackCrawl(
-            log=web.request_log, usage=usage, seconds_to_idle=seconds, stats=stats,
-            max_lag={s: max(v) for s, v in lags.items() if v},
-            mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v}, messages=messages,
-            idle_cpu=idle_cpu, idle_seconds=idle_seconds,
-        )
-    finally:
-        stop_replicas(replica_processes)
-        local_stack.down(settings)
-        shutil.rmtree(home, ignore_errors=True)
+                probe("idle", parts)
+            usage = sampler.stop()
+            messages = topic_messages(state.bootstrap, stack_env_["TRAWL_TOPIC_PREFIX"])
+            return StackCrawl(
+                log=web.request_log, usage=usage, seconds_to_idle=seconds, stats=stats,
+                max_lag={s: max(v) for s, v in lags.items() if v},
+                mean_lag={s: sum(v) / len(v) for s, v in lags.items() if v}, messages=messages,
+                idle_cpu=idle_cpu, idle_seconds=idle_seconds,
+            )
+        finally:
+            stop_replicas(replica_processes)
