@@ -1,15 +1,20 @@
 """Consumes fetch results, produces documents (keyed by content fingerprint), page links and their counts.
 
-A batch is extracted in one call (:func:`~services.extractor.page_extractor.extract_pages`,
-in a worker thread so that the event loop stays responsive, or spread over the worker
-processes of an :class:`~services.extractor.extraction_pool.ExtractionPool`) and sent only
-when every record in it could be extracted.
+In the service's own process a batch is extracted phase by phase in a worker thread, so that
+the event loop stays responsive: each phase's links (and link counts) are sent as soon as they
+are read, before trafilatura spends tens of milliseconds a page on the text, so the crawl learns
+a batch's new URLs that much sooner; the documents follow once the batch is done. A batch with a
+poison record raises before the phase holding it sends anything: the consumer hands its records
+over again one by one, and the links already sent are not sent twice. With an
+:class:`~services.extractor.extraction_pool.ExtractionPool` the batch is spread over its worker
+processes and everything is sent once every record could be extracted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from prometheus_client import Counter
@@ -22,11 +27,24 @@ from libs.common.urls import url_key
 from libs.common.wire import messages as pb
 from services.extractor.extraction_pool import ExtractionPool
 from services.extractor.link_counts import link_counts
-from services.extractor.page_extractor import Extracted, ExtractionOptions, extract_pages, should_extract
+from services.extractor.page_extractor import (
+    Extracted,
+    ExtractionOptions,
+    finish_phase,
+    read_phase_links,
+    should_extract,
+)
 
 log = logging.getLogger(__name__)
 
 PAGES = Counter("trawl_extracted_pages_total", "Fetch results handled, by result.", ["result"])
+
+
+LINKS_SENT_MEMORY = 20_000
+"""Records whose links went out ahead of their batch, remembered so that a batch handed over again one
+record at a time (after a poison record) does not send them twice."""
+
+RecordId = tuple[str, int, int]
 
 
 class ExtractorHandler:
@@ -34,33 +52,54 @@ class ExtractorHandler:
         self._producer = producer
         self._options = options
         self._pool = pool
+        self._links_sent: OrderedDict[RecordId, None] = OrderedDict()
 
-    async def _extract_all(self, records: Sequence[Record[pb.FetchResult]]) -> list[Extracted | Exception | None]:
+    async def _extract_pooled(self, records: Sequence[Record[pb.FetchResult]]) -> list[Extracted | None]:
+        assert self._pool is not None
         wanted = [record.value for record in records if should_extract(record.value)]
-        pages: list[Extracted | PoisonMessage]
-        if self._pool is not None and wanted:
-            pages = await self._pool.extract(wanted)
-        else:
-            pages = await asyncio.to_thread(extract_pages, wanted, self._options)
-        extracted = iter(pages)
-        out: list[Extracted | Exception | None] = []
-        for record in records:
-            if should_extract(record.value):
-                out.append(next(extracted))
-            else:
-                PAGES.labels("skipped").inc()
-                out.append(None)
+        pages = await self._pool.extract(wanted) if wanted else []
+        done: list[Extracted] = []
+        for page in pages:
+            if isinstance(page, PoisonMessage):
+                raise page
+            done.append(page)
+        extracted = iter(done)
+        return [next(extracted) if should_extract(record.value) else None for record in records]
+
+    async def _extract_in_phases(self, records: Sequence[Record[pb.FetchResult]]) -> list[Extracted | None]:
+        wanted = [i for i, record in enumerate(records) if should_extract(record.value)]
+        values = [records[i].value for i in wanted]
+        out: list[Extracted | None] = [None] * len(records)
+        start = 0
+        while start < len(values):
+            phase = await asyncio.to_thread(read_phase_links, values, start, self._options)
+            if phase.poison:
+                raise phase.poison[0][1]
+            for index, links in phase.links:
+                self._send_links(records[wanted[index]], links)
+            for index, extracted in await asyncio.to_thread(finish_phase, phase, self._options):
+                out[wanted[index]] = extracted
+            start = phase.end
         return out
 
+    def _send_links(self, record: Record[pb.FetchResult], links: pb.PageLinks) -> None:
+        ident = (record.topic.name, record.partition, record.offset)
+        if ident in self._links_sent:
+            return
+        self._producer.send(PAGE_LINKS, url_key(links.url), links)
+        self._producer.send(PAGE_LINK_COUNTS, links.host, link_counts(links))
+        self._links_sent[ident] = None
+        while len(self._links_sent) > LINKS_SENT_MEMORY:
+            self._links_sent.popitem(last=False)
+
     async def __call__(self, records: Sequence[Record[pb.FetchResult]]) -> None:
-        results = await self._extract_all(records)
-        poison = next((result for result in results if isinstance(result, Exception)), None)
-        if poison is not None:
-            # Nothing is sent: the consumer splits the batch and hands the records over one by
-            # one, so the good ones are sent exactly once and only the poison is dead-lettered.
-            raise poison
-        for result in results:
-            if result is None or isinstance(result, Exception):
+        if self._pool is not None:
+            results = await self._extract_pooled(records)
+        else:
+            results = await self._extract_in_phases(records)
+        for record, result in zip(records, results, strict=True):
+            if result is None:
+                PAGES.labels("skipped").inc()
                 continue
             if result.document.extraction_error:
                 PAGES.labels("fallback").inc()
@@ -72,5 +111,5 @@ class ExtractorHandler:
             self._producer.send(
                 DOCUMENTS, result.document.content_fingerprint or url_key(result.document.url), result.document
             )
-            self._producer.send(PAGE_LINKS, url_key(result.links.url), result.links)
-            self._producer.send(PAGE_LINK_COUNTS, result.links.host, link_counts(result.links))
+            self._send_links(record, result.links)
+            self._links_sent.pop((record.topic.name, record.partition, record.offset), None)

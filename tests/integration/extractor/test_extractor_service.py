@@ -137,3 +137,52 @@ async def test_corpus_pages_become_documents_and_page_links(
     fund = next(link for link in article.links if "coastal-resilience-fund" in link.url)
     assert fund.context.startswith("Funding comes from a national coastal resilience fund")
     assert len(fund.context) < len("Funding comes from a national coastal resilience fund") + 45
+
+
+async def test_links_go_out_ahead_of_the_text_once_each_around_a_poison_record(
+    kafka_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    """Every page its own phase: the links of the pages before the poison record are sent before the batch is
+    handed over again one record at a time, and then not again; every good page's document and links come
+    out exactly once, and the poison record is dead-lettered."""
+    prefix = unique_name("exl") + "."
+    topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, PAGE_LINK_COUNTS, DEAD_LETTERS)
+    create_topics(kafka_bootstrap, [(prefix + t.name, t.partitions) for t in topics])
+    service = await build(
+        {
+            "TRAWL_KAFKA_BOOTSTRAP": kafka_bootstrap,
+            "TRAWL_TOPIC_PREFIX": prefix,
+            "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
+            "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+            "TRAWL_GRPC_ADDRESS": "127.0.0.1:0",
+            "TRAWL_EXTRACTOR_GROUP": unique_name("extractor"),
+            "TRAWL_EXTRACTOR_PHASE_BYTES": "1",
+        }
+    )
+    html = "<html><body><p>Page {n} of the test.</p><a href='/next-{n}'>next</a></body></html>"
+    pages = [
+        pb.FetchResult(url=f"http://one.test/p{n}", host="one.test", status=pb.FETCH_STATUS_OK,
+                       content_type="text/html", body=html.format(n=n).encode(), fetched_at_ms=1_000 + n)
+        for n in range(6)
+    ]
+    poison = pb.FetchResult(url="javascript:void(0)", host="one.test", status=pb.FETCH_STATUS_OK, body=b"<p>x</p>")
+    _produce(kafka_bootstrap, prefix + FETCH_RESULTS.name, [*pages[:4], poison, *pages[4:]])  # one key: one batch
+    await service.start()
+    readers = {t.name: TopicReader(kafka_bootstrap, prefix, t) for t in (DOCUMENTS, PAGE_LINKS, PAGE_LINK_COUNTS)}
+    dead = TopicReader(kafka_bootstrap, prefix, DEAD_LETTERS)
+    try:
+        assert len(await dead.wait_for(1)) == 1
+        for reader in readers.values():
+            await reader.wait_for(len(pages))
+        await asyncio.sleep(2.0)  # anything sent twice would have come by now
+        for reader in readers.values():
+            await reader.wait_for(len(pages) + 1, timeout=1.0)
+    finally:
+        await service.stop()
+        for reader in (*readers.values(), dead):
+            reader.close()
+    want = sorted(page.url for page in pages)
+    assert sorted(msg.url for _key, msg in readers[DOCUMENTS.name].seen) == want
+    assert sorted(msg.url for _key, msg in readers[PAGE_LINKS.name].seen) == want
+    assert sorted(msg.url for _key, msg in readers[PAGE_LINK_COUNTS.name].seen) == want
+    assert all(len(msg.links) == 1 for _key, msg in readers[PAGE_LINKS.name].seen)
