@@ -61,6 +61,7 @@ from bench.harness import REPO, machine
 from bench.proc_usage import Sampler
 from bench.trawl_stack_run import REACH_ENV, crawl_with_stack
 from libs.simweb.crawl_order import fetch_order, pagerank_captured, reachable_pagerank
+from libs.simweb.gap_lateness import ON_TIME, gap_lateness
 from libs.simweb.log_checks import max_concurrency_per_host, robots_violations
 from libs.simweb.politeness_bound import (
     HostBound,
@@ -78,7 +79,7 @@ WEB_DELAYS = {"wide": 1.0, "narrow": 0.25, "deep": 0.5, "mixed": 0.25}
 """The politeness delay of each web (Trawl's ``TRAWL_FETCHER_MIN_DELAY``, Scrapy's ``DOWNLOAD_DELAY``)."""
 SCRAPY_CONCURRENCY = 100
 CRAWLERS = ("trawl", "scrapy")
-TARGETS = {"time_vs_scrapy": 0.67, "time_vs_bound": 1.25}
+TARGETS = {"time_vs_scrapy": 0.67, "time_vs_bound": 1.25, "late_p99": 0.2, "late_median": ON_TIME}
 CPU_SAMPLE = 400
 """Pages the CPU bound extracts; the bound is the time per page times every reachable page."""
 
@@ -121,6 +122,8 @@ class CrawlFigures:
     robots_violations: int
     max_in_flight_per_host: int
     pagerank_captured: dict[str, float]
+    lateness: dict[str, float] | None = None
+    """How late each host's next request started once its gap had passed (``libs.simweb.gap_lateness``)."""
     cpu_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -133,12 +136,15 @@ def judge(case: Case, crawler: str, log: list[RequestRecord]) -> CrawlFigures:
     pages = [r for r in log if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt"]
     gaps = gap_violations(log, host_gaps(case.web, case.delay), default_gap=case.delay)
     captured = pagerank_captured(fetch_order(log), case.pagerank)
+    late = gap_lateness(log, lambda url: [link.target_url for link in case.web.links_at(url)]
+                        if url in case.web.pages else [], host_gaps(case.web, case.delay), case.delay)
     return CrawlFigures(
         crawler=crawler, pages=len(pages), requests=len(log), seconds=round(crawl_seconds(log), 2),
         overlaps=gaps.overlaps, short_gaps_end_to_start=gaps.end_to_start,
         short_gaps_start_to_start=gaps.start_to_start, robots_violations=len(robots_violations(log, case.web)),
         max_in_flight_per_host=max(max_concurrency_per_host(log).values(), default=0),
         pagerank_captured={f"{int(share * 100)}%": round(value, 3) for share, value in captured.items()},
+        lateness=late.figures() if late is not None else None,
     )
 
 
@@ -230,6 +236,10 @@ def verdicts(web: dict[str, Any], trawl: CrawlFigures | None, scrapy: CrawlFigur
     out["trawl_vs_bound"] = {"ratio": round(ratio_bound, 2), "target": TARGETS["time_vs_bound"],
                              "met": ratio_bound <= TARGETS["time_vs_bound"]}
     out["trawl_violations"] = {"count": trawl.violations, "target": 0, "met": trawl.violations == 0}
+    if trawl.lateness is not None:
+        late = trawl.lateness
+        on_time = late["median_s"] <= TARGETS["late_median"] and late["p99_s"] < TARGETS["late_p99"]
+        out["trawl_lateness"] = {"median_s": late["median_s"], "p99_s": late["p99_s"], "met": on_time}
     if scrapy is not None and scrapy.seconds > 0:
         ratio = trawl.seconds / scrapy.seconds
         out["trawl_vs_scrapy"] = {"ratio": round(ratio, 2), "target": TARGETS["time_vs_scrapy"],
@@ -250,16 +260,19 @@ def print_web(result: dict[str, Any]) -> None:
     print(f"  politeness bound {b['seconds']:.1f} s ({b['host']}: {b['pages']} pages, gap {b['gap']} s, latency"
           f" {b['latency'] * 1000:.0f} ms); CPU bound {cpu} (bare trafilatura, 2 idle cores)")
     print(f"  {'':<8}{'pages':>7}{'time s':>9}{'/Scrapy':>9}{'/bound':>8}   PR@10%  PR@20%  PR@30%  PR@50%"
-          f"  overlap  gap<d end  gap<d start  robots  CPU s")
+          f"  overlap  gap<d end  gap<d start  robots  late p50/p99 ms  on time  CPU s")
     floor = max(b["seconds"], w["cpu_bound_seconds"] or 0.0)
     scrapy = result["crawls"].get("scrapy")
     for name, c in result["crawls"].items():
         vs_scrapy = f"{c['seconds'] / scrapy['seconds']:.2f}" if scrapy and scrapy["seconds"] else "-"
         pr = "".join(f"{v:>8.3f}" for v in c["pagerank_captured"].values())
         cpu_s = f"{c['cpu_seconds']:.0f}" if c["cpu_seconds"] is not None else "-"
+        late = c["lateness"]
+        late_s = f"{late['median_s'] * 1000:.0f} / {late['p99_s'] * 1000:.0f}" if late else "-"
+        on_time = f"{late['on_time']:.3f}" if late else "-"
         print(f"  {name:<8}{c['pages']:>7}{c['seconds']:>9.1f}{vs_scrapy:>9}{c['seconds'] / floor:>8.2f} {pr}"
               f"{c['overlaps']:>9}{c['short_gaps_end_to_start']:>11}{c['short_gaps_start_to_start']:>13}"
-              f"{c['robots_violations']:>8}{cpu_s:>7}")
+              f"{c['robots_violations']:>8}{late_s:>17}{on_time:>9}{cpu_s:>7}")
     v = result["verdicts"]
     marks = []
     if "trawl_vs_scrapy" in v:
@@ -273,6 +286,10 @@ def print_web(result: dict[str, Any]) -> None:
                      f" {_met(v['pagerank_at_10'])}")
     if "trawl_violations" in v:
         marks.append(f"violations {v['trawl_violations']['count']} = 0: {_met(v['trawl_violations'])}")
+    if "trawl_lateness" in v:
+        late = v["trawl_lateness"]
+        marks.append(f"next start after the gap: median {late['median_s'] * 1000:.0f} ms <= {ON_TIME * 1000:.0f},"
+                     f" p99 {late['p99_s'] * 1000:.0f} ms < {TARGETS['late_p99'] * 1000:.0f}: {_met(late)}")
     if marks:
         print("  Trawl targets: " + "; ".join(marks))
 
