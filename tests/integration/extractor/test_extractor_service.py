@@ -51,26 +51,31 @@ class TopicReader:
         self._consumer.close()
 
 
+async def _built(bootstrap: str, prefix: str, group: str, env: dict[str, str]) -> Service:
+    """An extractor service (not started) on its own topics, with ``env`` on top of the test settings."""
+    topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, PAGE_LINK_COUNTS, DEAD_LETTERS)
+    create_topics(bootstrap, [(prefix + t.name, t.partitions) for t in topics])
+    return await build({
+        "TRAWL_KAFKA_BOOTSTRAP": bootstrap,
+        "TRAWL_TOPIC_PREFIX": prefix,
+        "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
+        "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
+        "TRAWL_GRPC_ADDRESS": "127.0.0.1:0",
+        "TRAWL_EXTRACTOR_GROUP": group,
+        **env,
+    })
+
+
 @pytest.fixture(params=[1, 2], ids=["in-process", "two-worker-processes"])
 async def extractor(
     kafka_bootstrap: str, unique_name: Callable[[str], str], request: pytest.FixtureRequest
 ) -> AsyncIterator[tuple[Service, str]]:
     prefix = unique_name("ex") + "."
-    topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, PAGE_LINK_COUNTS, DEAD_LETTERS)
-    create_topics(kafka_bootstrap, [(prefix + t.name, t.partitions) for t in topics])
-    service = await build(
-        {
-            "TRAWL_KAFKA_BOOTSTRAP": kafka_bootstrap,
-            "TRAWL_TOPIC_PREFIX": prefix,
-            "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
-            "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
-            "TRAWL_GRPC_ADDRESS": "127.0.0.1:0",
-            "TRAWL_EXTRACTOR_GROUP": unique_name("extractor"),
-            "TRAWL_URL_SORT_QUERY": "true",
-            "TRAWL_EXTRACTOR_LINK_CONTEXT_CHARS": "40",  # the workers take the settings too (see the asserts)
-            "TRAWL_EXTRACTOR_PROCESSES": str(request.param),
-        }
-    )
+    service = await _built(kafka_bootstrap, prefix, unique_name("extractor"), {
+        "TRAWL_URL_SORT_QUERY": "true",
+        "TRAWL_EXTRACTOR_LINK_CONTEXT_CHARS": "40",  # the workers take the settings too (see the asserts)
+        "TRAWL_EXTRACTOR_PROCESSES": str(request.param),
+    })
     await service.start()
     try:
         yield service, prefix
@@ -146,19 +151,7 @@ async def test_links_go_out_ahead_of_the_text_once_each_around_a_poison_record(
     handed over again one record at a time, and then not again; every good page's document and links come
     out exactly once, and the poison record is dead-lettered."""
     prefix = unique_name("exl") + "."
-    topics = (FETCH_RESULTS, DOCUMENTS, PAGE_LINKS, PAGE_LINK_COUNTS, DEAD_LETTERS)
-    create_topics(kafka_bootstrap, [(prefix + t.name, t.partitions) for t in topics])
-    service = await build(
-        {
-            "TRAWL_KAFKA_BOOTSTRAP": kafka_bootstrap,
-            "TRAWL_TOPIC_PREFIX": prefix,
-            "TRAWL_KAFKA_SESSION_TIMEOUT_MS": "3000",
-            "TRAWL_KAFKA_HEARTBEAT_INTERVAL_MS": "500",
-            "TRAWL_GRPC_ADDRESS": "127.0.0.1:0",
-            "TRAWL_EXTRACTOR_GROUP": unique_name("extractor"),
-            "TRAWL_EXTRACTOR_PHASE_BYTES": "1",
-        }
-    )
+    service = await _built(kafka_bootstrap, prefix, unique_name("extractor"), {"TRAWL_EXTRACTOR_PHASE_BYTES": "1"})
     html = "<html><body><p>Page {n} of the test.</p><a href='/next-{n}'>next</a></body></html>"
     pages = [
         pb.FetchResult(url=f"http://one.test/p{n}", host="one.test", status=pb.FETCH_STATUS_OK,
