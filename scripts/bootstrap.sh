@@ -24,6 +24,13 @@ stamp=".venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
 if [ ! -x .venv/bin/python ]; then
   "$py" -m venv .venv
 fi
+# An environment installed from another checkout (a copied or moved one) imports that checkout's code and
+# runs its console scripts with that checkout's interpreter: install this one again.
+here="$(pwd -P)"
+if ! (cd / && "$here/.venv/bin/python" -c "import cli, sys; sys.exit(cli.__path__[0] != '$here/cli')") 2>/dev/null \
+    || ! head -1 .venv/bin/trawl 2>/dev/null | grep -qF "$here/.venv/bin/python"; then
+  rm -f .venv/.installed-*
+fi
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
   .venv/bin/python -m pip install --quiet -e '.[dev,bench,local]'
