@@ -58,3 +58,20 @@ def test_verdicts_compare_trawl_with_scrapy_and_the_larger_bound(case: polite_cr
     assert v["trawl_vs_scrapy"] == {"ratio": 0.5, "target": 0.67, "met": True}
     assert v["trawl_vs_bound"]["ratio"] == pytest.approx(trawl.seconds / 20.0, abs=0.01)  # the CPU bound is larger
     assert v["pagerank_at_10"]["met"] and v["trawl_violations"]["met"]
+
+
+def test_a_perfect_crawl_starts_each_next_request_as_the_gap_ends(case: polite_crawl.Case) -> None:
+    figures = polite_crawl.judge(case, "trawl", _perfect_log(case))
+    assert figures.lateness is not None and figures.lateness["judged"] > 0
+    assert figures.lateness["p99_s"] == pytest.approx(0.0, abs=1e-9)
+    web = polite_crawl.web_summary(case, cpu_bound=None)
+    assert polite_crawl.verdicts(web, figures, None)["trawl_lateness"]["met"]
+
+
+def test_a_crawl_that_waits_past_the_gaps_misses_the_lateness_target(case: polite_crawl.Case) -> None:
+    late = [RequestRecord(r.started_at * 1.5, r.finished_at * 1.5, r.wall_time, r.host, r.path, r.status,
+                          r.user_agent) for r in _perfect_log(case)]  # every gap half as long again
+    figures = polite_crawl.judge(case, "trawl", late)
+    assert figures.lateness is not None and figures.lateness["median_s"] > 0.2
+    web = polite_crawl.web_summary(case, cpu_bound=None)
+    assert not polite_crawl.verdicts(web, figures, None)["trawl_lateness"]["met"]
