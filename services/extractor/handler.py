@@ -47,12 +47,16 @@ record at a time (after a poison record) does not send them twice."""
 RecordId = tuple[str, int, int]
 
 
+def _record_id(record: Record[pb.FetchResult]) -> RecordId:
+    return record.topic.name, record.partition, record.offset
+
+
 class ExtractorHandler:
     def __init__(self, producer: TopicProducer, options: ExtractionOptions, pool: ExtractionPool | None = None) -> None:
         self._producer = producer
         self._options = options
         self._pool = pool
-        self._links_sent: OrderedDict[RecordId, None] = OrderedDict()
+        self._links_sent: OrderedDict[RecordId, bool] = OrderedDict()
 
     async def _extract_pooled(self, records: Sequence[Record[pb.FetchResult]]) -> list[Extracted | None]:
         assert self._pool is not None
@@ -76,19 +80,23 @@ class ExtractorHandler:
             if phase.poison:
                 raise phase.poison[0][1]
             for index, links in phase.links:
-                self._send_links(records[wanted[index]], links)
+                self._send_ahead(records[wanted[index]], links)
             for index, extracted in await asyncio.to_thread(finish_phase, phase, self._options):
                 out[wanted[index]] = extracted
             start = phase.end
         return out
 
-    def _send_links(self, record: Record[pb.FetchResult], links: pb.PageLinks) -> None:
-        ident = (record.topic.name, record.partition, record.offset)
-        if ident in self._links_sent:
-            return
+    def _send_links(self, links: pb.PageLinks) -> None:
         self._producer.send(PAGE_LINKS, url_key(links.url), links)
         self._producer.send(PAGE_LINK_COUNTS, links.host, link_counts(links))
-        self._links_sent[ident] = None
+
+    def _send_ahead(self, record: Record[pb.FetchResult], links: pb.PageLinks) -> None:
+        """Sends a record's links before its batch is done, once however often the record is handed over."""
+        ident = _record_id(record)
+        if ident in self._links_sent:
+            return
+        self._send_links(links)
+        self._links_sent[ident] = True
         while len(self._links_sent) > LINKS_SENT_MEMORY:
             self._links_sent.popitem(last=False)
 
@@ -111,5 +119,5 @@ class ExtractorHandler:
             self._producer.send(
                 DOCUMENTS, result.document.content_fingerprint or url_key(result.document.url), result.document
             )
-            self._send_links(record, result.links)
-            self._links_sent.pop((record.topic.name, record.partition, record.offset), None)
+            if not self._links_sent.pop(_record_id(record), False):
+                self._send_links(result.links)

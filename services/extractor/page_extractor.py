@@ -152,6 +152,7 @@ class _Page:
     binary: bool = False  # served as HTML, but binary data: no text, no links
     link_set: PageLinkSet | None = None
     links: pb.PageLinks | None = None  # the message, built once the links are read
+    noindex: bool = False  # meta robots or X-Robots-Tag, read with the links
     content: PageContent | None = None
     weight: int = 0  # what the page counts for in a phase's phase_bytes (see _weight)
 
@@ -193,18 +194,19 @@ def _read_links(page: _Page, options: ExtractionOptions) -> None:
     page.link_set = extract_links_from_tree(page.root, page.final_url, options.links, header_links)
     fetched = datetime.fromtimestamp(result.fetched_at_ms / 1000, UTC) if result.fetched_at_ms > 0 else None
     _apply_traps(page.link_set.links, options.traps, (fetched or datetime.now(UTC)).year, result.depth + 1)
-    page.links = _links_message(page, page.link_set, options)
-
-
-def _links_message(page: _Page, link_set: PageLinkSet, options: ExtractionOptions) -> pb.PageLinks:
-    result = page.result
     header_robots = parse_x_robots_tag(result.x_robots_tag, agent=options.links.robots_agent)
+    page.noindex = page.link_set.meta_noindex or header_robots.noindex
+    page.links = _links_message(page, page.link_set, header_robots.nofollow)
+
+
+def _links_message(page: _Page, link_set: PageLinkSet, header_nofollow: bool) -> pb.PageLinks:
+    result = page.result
     page_links = pb.PageLinks(
         url=page.page_url,
         host=normalized_host(page.page_url),
         fetched_at_ms=result.fetched_at_ms,
         depth=result.depth,
-        nofollow=link_set.meta_nofollow or header_robots.nofollow,
+        nofollow=link_set.meta_nofollow or header_nofollow,
         links=[_link_message(link) for link in link_set.links],
         canonical_url=link_set.canonical_url or "",
         final_url=page.final_url if page.final_url != page.page_url else "",
@@ -231,21 +233,19 @@ def _read_content(page: _Page, options: ExtractionOptions) -> None:
     page.root = None  # the tree is not needed any more: free it before the next phase
 
 
-def _assemble(page: _Page, options: ExtractionOptions) -> Extracted:
+def _assemble(page: _Page) -> Extracted:
     result, link_set, links, content = page.result, page.link_set, page.links, page.content
     assert link_set is not None and links is not None and content is not None  # set by the phases before
-    header_robots = parse_x_robots_tag(result.x_robots_tag, agent=options.links.robots_agent)
-    host = normalized_host(page.page_url)
     document = pb.Document(
         url=page.page_url,
-        host=host,
+        host=links.host,
         title=content.title,
         text=content.text,
         language=content.language,
         published_at_ms=content.published_at_ms,
         content_fingerprint=content_fingerprint(content.text) if content.text else "",
         fetched_at_ms=result.fetched_at_ms,
-        noindex=link_set.meta_noindex or header_robots.noindex,
+        noindex=page.noindex,
         canonical_url=link_set.canonical_url or "",
         author=content.author,
         extraction_error=content.error,
@@ -325,7 +325,7 @@ def finish_phase(phase: LinkPhase, options: ExtractionOptions = DEFAULT_OPTIONS)
     """Extracts the text of a phase's pages (freeing their trees) and builds their messages."""
     for _, page in phase.pages:
         _read_content(page, options)
-    return [(index, _assemble(page, options)) for index, page in phase.pages]
+    return [(index, _assemble(page)) for index, page in phase.pages]
 
 
 def extract_page(
@@ -352,4 +352,4 @@ def extract_page(
     page = _prepare(result, options)
     _read_links(page, options)
     _read_content(page, options)
-    return _assemble(page, options)
+    return _assemble(page)
