@@ -119,7 +119,7 @@ def depth_spans(log: Sequence[RequestRecord], depth: dict[str, int]) -> list[Dep
     start = min(r.started_at for r in log)
     ends: dict[int, list[float]] = defaultdict(list)
     for r in _pages(log):
-        ends[depth.get(f"http://{r.host}{r.path}", -1)].append(r.finished_at - start)
+        ends[depth.get(r.url, -1)].append(r.finished_at - start)
     spans = []
     for d, times in sorted(ends.items()):
         times.sort()

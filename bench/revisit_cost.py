@@ -200,7 +200,7 @@ def run_pass(rig: RevisitRig, admin: Any, sampler: Sampler, name: str, edited: s
     statuses: dict[int, int] = {}
     for record in pages:
         statuses[record.status] = statuses.get(record.status, 0) + 1
-    refetched = {normalize_url(f"http://{r.host}{r.path}") for r in pages if r.status == 200}
+    refetched = {normalize_url(r.url) for r in pages if r.status == 200}
     return Pass(name, len(pages), statuses, sum(r.bytes_sent for r in log), len(edited), len(edited & refetched),
                 drained.at - started, drained.cpu, spent)
 

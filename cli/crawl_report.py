@@ -40,7 +40,7 @@ def politeness_check(log: Sequence[RequestRecord], web: SimWeb, min_delay: float
         "requests": len(log),
         "hosts_with_two_in_flight": sorted(h for h, n in concurrency.items() if n > 1),
         "hosts_with_gap_below_delay": too_close,
-        "robots_violations": [f"http://{r.host}{r.path}" for r in robots_violations(log, web)][:20],
+        "robots_violations": [r.url for r in robots_violations(log, web)][:20],
         "ok": not too_close and all(n <= 1 for n in concurrency.values()) and not robots_violations(log, web),
     }
 

@@ -23,7 +23,7 @@ def fetch_order(log: Iterable[RequestRecord]) -> list[str]:
     """URLs of the pages answered 200 (robots.txt aside), by request start, each once."""
     pages = sorted((r for r in log if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt"),
                    key=lambda r: r.started_at)
-    return list(dict.fromkeys(f"http://{r.host}{r.path}" for r in pages))
+    return list(dict.fromkeys(r.url for r in pages))
 
 
 def reachable_pagerank(web: SimWeb, reachable: Iterable[str], tolerance: float = 1e-9) -> dict[str, float]:

@@ -13,11 +13,11 @@ be discovered is the crawl's shape, not lateness.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 
+from libs.simweb.log_checks import by_host
 from libs.simweb.request_log import RequestRecord
 
 ON_TIME = 0.05
@@ -50,23 +50,18 @@ def gap_lateness(log: Iterable[RequestRecord], links_of: Callable[[str], Iterabl
                  default_gap: float, known_after: float = KNOWN_AFTER) -> Lateness | None:
     """The lateness of every judged start (see the module); ``links_of(url)``: the URLs a page links to,
     normalised as the log's ``http://host/path`` URLs are; None when no start could be judged."""
-    records = sorted(log, key=lambda r: (r.started_at, r.finished_at))
+    pages = [record for record in log if record.path != "/robots.txt"]
     known: dict[str, float] = {}
-    for record in records:
-        if record.status != 200 or record.path == "/robots.txt":
-            continue
-        for target in links_of(f"http://{record.host}{record.path}"):
-            known[target] = min(known.get(target, record.finished_at), record.finished_at)
-    by_host: dict[str, list[RequestRecord]] = defaultdict(list)
-    for record in records:
-        if record.path != "/robots.txt":
-            by_host[record.host].append(record)
+    for record in pages:
+        if record.status == 200:
+            for target in links_of(record.url):
+                known[target] = min(known.get(target, record.finished_at), record.finished_at)
     late: list[float] = []
-    for host, requests in by_host.items():
+    for host, requests in by_host(pages).items():
         gap = gaps.get(host, default_gap)
         for before, after in pairwise(requests):
             gap_end = before.finished_at + gap
-            ready_at = known.get(f"http://{host}{after.path}")
+            ready_at = known.get(after.url)
             if ready_at is not None and ready_at + known_after <= gap_end:
                 late.append(after.started_at - gap_end)
     if not late:

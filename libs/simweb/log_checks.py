@@ -17,7 +17,8 @@ from libs.simweb.request_log import RequestRecord
 from libs.simweb.web import SimWeb
 
 
-def _by_host(log: Iterable[RequestRecord]) -> dict[str, list[RequestRecord]]:
+def by_host(log: Iterable[RequestRecord]) -> dict[str, list[RequestRecord]]:
+    """Each host's requests, by start."""
     groups: dict[str, list[RequestRecord]] = defaultdict(list)
     for record in log:
         groups[record.host].append(record)
@@ -39,7 +40,7 @@ def max_concurrency_per_host(log: Iterable[RequestRecord]) -> dict[str, int]:
     Intervals that only touch (one ends exactly when the next starts) do not overlap.
     """
     result: dict[str, int] = {}
-    for host, records in _by_host(log).items():
+    for host, records in by_host(log).items():
         events = sorted([(r.started_at, 1) for r in records] + [(r.finished_at, -1) for r in records])
         in_flight = peak = 0
         for _, step in events:  # at equal times -1 sorts before +1: touching is not overlapping
@@ -55,7 +56,7 @@ def min_gap_per_host(log: Iterable[RequestRecord]) -> dict[str, float]:
     Hosts with a single request are absent.
     """
     result: dict[str, float] = {}
-    for host, records in _by_host(log).items():
+    for host, records in by_host(log).items():
         latest_finish = records[0].finished_at
         gaps = []
         for record in records[1:]:
@@ -69,7 +70,7 @@ def min_gap_per_host(log: Iterable[RequestRecord]) -> dict[str, float]:
 def min_start_gap_per_host(log: Iterable[RequestRecord]) -> dict[str, float]:
     """Smallest time between the starts of consecutive requests per host (hosts with one request absent)."""
     result: dict[str, float] = {}
-    for host, records in _by_host(log).items():
+    for host, records in by_host(log).items():
         gaps = [b.started_at - a.started_at for a, b in pairwise(records)]
         if gaps:
             result[host] = min(gaps)
@@ -88,5 +89,5 @@ def robots_violations(
         record
         for record in log
         if record.path.split("?", 1)[0] != "/robots.txt"
-        and not web.allowed(f"http://{record.host}{record.path}", user_agent)
+        and not web.allowed(record.url, user_agent)
     ]

@@ -40,6 +40,11 @@ class RequestRecord:
     bytes_sent: int = 0
     """Bytes of the response as written to the connection (status line, headers, body as coded)."""
 
+    @property
+    def url(self) -> str:
+        """The URL requested, as the crawler named it (``http://`` host and path with its query)."""
+        return f"http://{self.host}{self.path}"
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
 

@@ -45,13 +45,13 @@ class Refetches:
 
 
 def refetches(log: Sequence[RequestRecord]) -> Refetches:
-    requested = Counter(f"http://{r.host}{r.path}" for r in log if r.path != "/robots.txt")
+    requested = Counter(r.url for r in log if r.path != "/robots.txt")
     again = {u: n for u, n in requested.items() if n > 1}
     return Refetches(len(requested), sum(n - 1 for n in again.values()), again)
 
 
 def requested_pages(log: Sequence[RequestRecord]) -> set[str]:
-    return {f"http://{r.host}{r.path}" for r in log if r.path != "/robots.txt"}
+    return {r.url for r in log if r.path != "/robots.txt"}
 
 
 def lost_urls(stack: CrawlStack) -> dict[str, list[Any]]:

@@ -90,7 +90,7 @@ def test_a_revisit_of_an_unchanged_page_is_a_304_and_sets_no_work_going(
 
         revisits = [r for r in simweb.request_log[requests_before:] if r.path != "/robots.txt"]
         statuses = Counter(r.status for r in revisits)
-        by_url = {normalize_url(f"http://{r.host}{r.path}"): r.status for r in revisits}
+        by_url = {normalize_url(r.url): r.status for r in revisits}
         assert set(by_url) == fetched and len(revisits) == len(fetched)  # each page once
         assert {u for u, s in by_url.items() if s == 200} == edited  # every edited page found
         assert statuses[304] == len(fetched) - len(edited)

@@ -37,7 +37,7 @@ def crawled(
 
 
 def page_requests(log: list[object]) -> Counter[str]:
-    return Counter(f"http://{r.host}{r.path}" for r in log if r.path != "/robots.txt")  # type: ignore[attr-defined]
+    return Counter(r.url for r in log if r.path != "/robots.txt")  # type: ignore[attr-defined]
 
 
 def test_every_reachable_allowed_page_is_fetched_exactly_once(crawled: tuple[CrawlStack, list[object], SimWeb]) -> None:

@@ -37,7 +37,7 @@ def test_stack_restart_mid_crawl_finishes_with_every_page_fetched_once(
         stack.wait_until_done()
         log = simweb.request_log
         assert len(log) > stopped_at
-        requested = Counter(f"http://{r.host}{r.path}" for r in log if r.path != "/robots.txt")
+        requested = Counter(r.url for r in log if r.path != "/robots.txt")
         assert set(requested) == expected
         assert [u for u, n in requested.items() if n > 1] == []
         fetched = {r[0] for r in stack.query("SELECT url FROM scheduler.frontier WHERE status = 'fetched'")}

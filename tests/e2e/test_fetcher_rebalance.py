@@ -133,7 +133,7 @@ def test_every_hosts_gap_holds_across_the_moves(crawl: tuple[list[RequestRecord]
 
 def test_every_reachable_page_is_fetched(crawl: tuple[list[RequestRecord], SimWeb, set[str]]) -> None:
     log, _web, expected = crawl
-    requested = Counter(f"http://{r.host}{r.path}" for r in log if r.path != "/robots.txt")
+    requested = Counter(r.url for r in log if r.path != "/robots.txt")
     assert set(requested) == expected
     # A killed fetcher's uncommitted requests are fetched again (politely); nothing else is.
     assert sum(n - 1 for n in requested.values()) <= 80

@@ -168,7 +168,7 @@ def test_busier_hubs_are_fetched_more_often_at_busy_hours(watched: dict[str, Any
 def test_other_pages_are_fetched_once(watched: dict[str, Any]) -> None:
     web: SimWeb = watched["web"]
     hubs = set(web.hub_urls())
-    counts = Counter(f"http://{r.host}{r.path}" for r in watched["log"] if r.path != "/robots.txt")
+    counts = Counter(r.url for r in watched["log"] if r.path != "/robots.txt")
     again = [url for url, n in counts.items() if n > 1 and url not in hubs]
     assert again == []
     assert Path(watched["stack"].processes["scheduler"].log_path).read_text().count("freshness generation") >= 1
