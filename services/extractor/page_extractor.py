@@ -28,6 +28,7 @@ from libs.common.urls import DEFAULT_POLICY, InvalidUrl, UrlPolicy, UrlSettings,
 from libs.common.wire import messages as pb
 from services.extractor.charset import decode_html, looks_binary
 from services.extractor.content import PageContent, content_fingerprint, content_from_tree
+from services.extractor.heap import release_free_memory
 from services.extractor.html_tree import parse_html
 from services.extractor.link_header import parse_link_header
 from services.extractor.links import ExtractedLink, LinkOptions, PageLinkSet, extract_links_from_tree
@@ -42,6 +43,7 @@ HTML_TYPES = ("text/html", "application/xhtml+xml", "")
 MAX_HTML_BYTES: int = ExtractorSettings.max_html_bytes
 PHASE_BYTES: int = ExtractorSettings.phase_bytes
 MAX_CONTENT_ELEMENTS: int = ExtractorSettings.max_content_elements
+TRIM_ABOVE_BYTES: int = ExtractorSettings.trim_above_bytes
 TAG_WEIGHT = 32
 
 
@@ -61,6 +63,7 @@ class ExtractionOptions:
     fast_content: bool = True
     phase_bytes: int = PHASE_BYTES
     max_content_elements: int = MAX_CONTENT_ELEMENTS
+    trim_above_bytes: int = TRIM_ABOVE_BYTES
 
     @property
     def policy(self) -> UrlPolicy:
@@ -80,6 +83,7 @@ class ExtractionOptions:
             fast_content=settings.fast_content,
             phase_bytes=settings.phase_bytes,
             max_content_elements=settings.max_content_elements,
+            trim_above_bytes=settings.trim_above_bytes,
         )
 
     @classmethod
@@ -322,9 +326,10 @@ def read_phase_links(results: Sequence[pb.FetchResult], start: int,
 
 
 def finish_phase(phase: LinkPhase, options: ExtractionOptions = DEFAULT_OPTIONS) -> list[tuple[int, Extracted]]:
-    """Extracts the text of a phase's pages (freeing their trees) and builds their messages."""
+    """Extracts the text of a phase's pages (freeing their trees, memory given back) and builds their messages."""
     for _, page in phase.pages:
         _read_content(page, options)
+    release_free_memory(options.trim_above_bytes)
     return [(index, _assemble(page)) for index, page in phase.pages]
 
 

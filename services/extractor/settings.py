@@ -37,6 +37,12 @@ class ExtractorSettings:
         8 * 1024 * 1024,
         "Most HTML (bytes) parsed ahead of link and text extraction within a batch: bounds the trees held in memory.",
     )
+    trim_above_bytes: int = setting(
+        "TRAWL_EXTRACTOR_TRIM_ABOVE_BYTES",
+        192 * 1024 * 1024,
+        "Resident size above which the memory a phase's trees freed is given back to the system after the phase"
+        " (0: after every phase). Ordinary pages stay below it; big or dense ones would otherwise leave it held.",
+    )
     link_context_chars: int = setting(
         "TRAWL_EXTRACTOR_LINK_CONTEXT_CHARS",
         CONTEXT_CHARS,
