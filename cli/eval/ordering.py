@@ -36,6 +36,7 @@ from scipy.stats import spearmanr
 from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, continuous_order, policy_order, revisit_pass
 from cli.eval.ordering_graph import DAMPING, CrawlGraph, GraphFormatError, generate, pagerank, read_graph
 from cli.eval.ordering_suite import DEFAULT_PAGES, FAMILIES, SUITE_POLICIES, family_graph, summarise
+from cli.eval.shared_virtual import MODES as SHARED_MODES
 from cli.output import console, emit
 from libs.common.settings import SettingsError, load_settings
 from libs.simweb.webgraph import write_graph
@@ -57,9 +58,9 @@ def spearman(crawl: ImportanceCrawl, crawled: list[int], rank: np.ndarray) -> fl
 
 
 def run_policy(name: str, graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings, partitions: int,
-               seed: int, passes: int = 1) -> dict[str, Any]:
+               seed: int, passes: int = 1, shared_virtual: str = "none") -> dict[str, Any]:
     """Crawls ``graph`` under one policy: PageRank shares at the marks (and, for OPIC, estimates)."""
-    order, crawl = policy_order(name, graph, rank, settings, partitions, seed)
+    order, crawl = policy_order(name, graph, rank, settings, partitions, seed, shared_virtual)
     checkpoints = [max(1, round(mark * graph.size)) for mark in MARKS]
     shares: list[float] = []
     at_marks: list[float | None] = []
@@ -145,12 +146,14 @@ def run_continuous(graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSett
 
 def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = DEFAULT_POLICIES,
              settings: ImportanceSettings | None = None, partitions: int = 1, seed: int = 1, passes: int = 1,
-             continuous: bool = False, max_fetches: float = 100.0) -> dict[str, Any]:
-    """The ``--json`` object (less ``generated``) for ``graph``."""
+             continuous: bool = False, max_fetches: float = 100.0, shared_virtual: str = "none") -> dict[str, Any]:
+    """The ``--json`` object (less ``generated``) for ``graph``; ``shared_virtual``: a what-if for AOPIC's
+    partitions (``cli/eval/shared_virtual.py``), ``none`` as in the service."""
     settings = settings or ImportanceSettings()
     rank = pagerank(graph, DAMPING)
     wanted = tuple(dict.fromkeys((*policies, "omniscient")))
-    runs = {name: run_policy(name, graph, rank, settings, partitions, seed, passes) for name in wanted}
+    runs = {name: run_policy(name, graph, rank, settings, partitions, seed, passes, shared_virtual)
+            for name in wanted}
     best = runs["omniscient"]["pagerank_share"]
     steady: dict[str, Any] | None = None
     if continuous:
@@ -163,6 +166,7 @@ def evaluate(graph: CrawlGraph, policies: tuple[str, ...] = DEFAULT_POLICIES,
         "marks": list(MARKS),
         "damping": DAMPING,
         "partitions": partitions,
+        "shared_virtual_page": shared_virtual,
         "passes": passes,
         "pagerank_share": {name: run["pagerank_share"] for name, run in runs.items()},
         "ratio_to_omniscient": {
@@ -265,6 +269,9 @@ def register(app: typer.Typer) -> None:
         save_graph: Path | None = typer.Option(None, "--save-graph", help="Generated graph: write its edges here."),
         save_seeds: Path | None = typer.Option(None, "--save-seeds", help="Generated graph: write its seeds here."),
         partitions: int = typer.Option(1, "--partitions", help="Split AOPIC's state as the service's partitions."),
+        shared_virtual: str = typer.Option("none", "--shared-virtual-page", help="What-if, not the service:"
+                                           " the partitions' virtual pages pay as one virtual page would while"
+                                           " some page has a discovery weight (weighted) or always (all)."),
         policies: str = typer.Option(",".join(DEFAULT_POLICIES), "--policies", help="Comma-separated policies to run"
                                      f" (known: {', '.join(POLICIES)})."),
         passes: int = typer.Option(1, "--passes", help="OPIC policies: after the first pass, revisit every page"
@@ -304,6 +311,8 @@ def register(app: typer.Typer) -> None:
                 raise GraphFormatError("give --graph and --seeds, or --generate N")
             if partitions < 1 or passes < 1:
                 raise GraphFormatError("--partitions and --passes must be at least 1")
+            if shared_virtual not in SHARED_MODES:
+                raise GraphFormatError(f"--shared-virtual-page is one of {', '.join(SHARED_MODES)}")
             if max_fetches <= 0:
                 raise GraphFormatError("--max-fetches must be positive")
             settings = load_settings(ImportanceSettings, os.environ)
@@ -316,7 +325,7 @@ def register(app: typer.Typer) -> None:
                  f" {instances} instances)", ["family", "split", "policy", *(f"{int(m * 100)}%" for m in MARKS),
                                               "spearman", "targets missed"], _suite_rows(report))
             return
-        result = evaluate(graph, wanted, settings, partitions, seed, passes, continuous, max_fetches)
+        result = evaluate(graph, wanted, settings, partitions, seed, passes, continuous, max_fetches, shared_virtual)
         result["generated"] = generated
         marks = [f"{int(m * 100)}% crawled" for m in MARKS]
         emit(as_json, result, "PageRank share captured (ratio to omniscient)", ["policy", *marks], _rows(result))

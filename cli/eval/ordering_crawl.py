@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cli.eval.ordering_graph import CrawlGraph
+from cli.eval.shared_virtual import SharedVirtualPage
 from libs.common.kafka.partitioner import fingerprint_partitions
 from libs.common.url_keys import normalized_fingerprint
 from services.importance.discovery import UNIFORM
-from services.importance.engine import OpicConfig, OpicEngine
+from services.importance.engine import OpicConfig
 from services.importance.settings import ImportanceSettings
 from services.importance.shard import Shard
 from services.scheduler.frontier.priority import crawl_priority
@@ -48,6 +49,8 @@ class ImportanceCrawl:
     partitions: int = 1
     seeded: bool = False
     """True: seeds get the total cash directly (plain OPIC); False: the virtual page gives it."""
+    shared_virtual: str = "none"
+    """How the partitions' virtual pages pay (``cli/eval/shared_virtual.py``); the service's is ``none``."""
     keys: list[int] = field(init=False)
     shards: list[Shard] = field(init=False)
     node_of: dict[int, int] = field(init=False)
@@ -57,7 +60,8 @@ class ImportanceCrawl:
         self.keys = [normalized_fingerprint(label) for label in self.graph.labels]
         self.node_of = {k: i for i, k in enumerate(self.keys)}
         self.owner = fingerprint_partitions(self.keys, self.partitions)
-        self.shards = [Shard(p, OpicEngine(self.config, TOTAL_CASH / self.partitions)) for p in range(self.partitions)]
+        pool = SharedVirtualPage(self.shared_virtual)
+        self.shards = [Shard(p, pool.engine(self.config, TOTAL_CASH / self.partitions)) for p in range(self.partitions)]
         seeds = self.graph.seeds
         for s in seeds:
             shard = self.shards[self.owner[s]]
@@ -308,11 +312,12 @@ def in_links(graph: CrawlGraph) -> Iterator[int]:
                 heapq.heappush(heap, (-count[t], t))
 
 
-def policy_order(name: str, graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings,
-                 partitions: int, seed: int) -> tuple[Iterator[int], ImportanceCrawl | None]:
-    """The crawl order of policy ``name`` and, for the OPIC family, its importance state."""
+def policy_order(name: str, graph: CrawlGraph, rank: np.ndarray, settings: ImportanceSettings, partitions: int,
+                 seed: int, shared_virtual: str = "none") -> tuple[Iterator[int], ImportanceCrawl | None]:
+    """The crawl order of policy ``name`` and, for the OPIC family, its importance state (AOPIC's partitions'
+    virtual pages paying as ``shared_virtual`` says)."""
     if name == "aopic":
-        crawl = ImportanceCrawl(graph, settings.opic_config(partitions), partitions)
+        crawl = ImportanceCrawl(graph, settings.opic_config(partitions), partitions, shared_virtual=shared_virtual)
         return importance_order(crawl), crawl
     if name == "opic":
         crawl = ImportanceCrawl(graph, plain_opic_config(), partitions, seeded=True)

@@ -17,8 +17,8 @@ from cli.eval.ordering_graph import CrawlGraph, GraphFormatError, generate, page
 from cli.main import app
 from services.importance.settings import ImportanceSettings
 
-KEYS = {"graph", "marks", "damping", "partitions", "passes", "pagerank_share", "ratio_to_omniscient", "spearman",
-        "conservation", "continuous", "settings", "generated"}
+KEYS = {"graph", "marks", "damping", "partitions", "shared_virtual_page", "passes", "pagerank_share",
+        "ratio_to_omniscient", "spearman", "conservation", "continuous", "settings", "generated"}
 CONTINUOUS_KEYS = {"fetches", "fetches_per_page", "spearman", "stopped_after", "crawled", "spearman_when_stopped",
                    "coverage", "pagerank_share", "ratio_to_omniscient", "conservation"}
 
