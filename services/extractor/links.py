@@ -99,6 +99,8 @@ class ExtractedLink:
     context: str = ""
     source_tag: str = "a"
     trap_rule: str = ""
+    occurrences: int = 1
+    """Times the page links this URL without nofollow (0: every occurrence is nofollow)."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ class _Collector:
         entry = self.entries.get(key)
         if entry is not None:
             entry.nofollow = entry.nofollow and nofollow
+            entry.occurrences += not nofollow
             better = _rank(tag) < _rank(entry.source_tag)
             if better:
                 entry.source_tag = tag
@@ -213,9 +216,11 @@ class _Collector:
                 entry.anchor, entry.context = anchor, context
         elif domain:
             link_class: LinkClass = "internal" if domain == self.page_domain else "external"
-            self.entries[key] = ExtractedLink(value, anchor, link_class, "", nofollow, context, tag)
+            self.entries[key] = ExtractedLink(value, anchor, link_class, "", nofollow, context, tag,
+                                              occurrences=int(not nofollow))
         else:
-            self.entries[key] = ExtractedLink(key[4:], anchor, "bad", value, nofollow, context, tag)
+            self.entries[key] = ExtractedLink(key[4:], anchor, "bad", value, nofollow, context, tag,
+                                              occurrences=int(not nofollow))
         return True
 
 

@@ -141,6 +141,8 @@ def _link_message(link: ExtractedLink) -> pb.Link:
         message.trap_rule = link.trap_rule
     if link.nofollow:
         message.nofollow = True
+    if link.occurrences > 1:
+        message.occurrences = link.occurrences
     return message
 
 

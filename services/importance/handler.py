@@ -40,6 +40,7 @@ from libs.common.url_keys import key_text, normalized_fingerprint
 from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
 from services.importance.owned_partitions import OwnedPartitions, PartitionState
+from services.importance.settings import ImportanceSettings
 from services.importance.transfers import accept, transfer_lists
 
 log = logging.getLogger(__name__)
@@ -70,9 +71,12 @@ _Visit = tuple[int, str, list[int], list[str]]
 
 
 class ImportanceHandler:
-    def __init__(self, partitions: OwnedPartitions, follow_external: bool = True) -> None:
+    def __init__(self, partitions: OwnedPartitions, follow_external: bool = True,
+                 max_link_occurrences: int = ImportanceSettings.max_link_occurrences) -> None:
+        """``max_link_occurrences``: a link the page carries several times counts up to this many times."""
         self._partitions = partitions
         self._follow_external = follow_external
+        self._max_occurrences = max_link_occurrences
 
     def topic_handlers(self) -> list[TopicHandler[Any]]:
         """What the consumer hands each input topic's records to."""
@@ -87,7 +91,7 @@ class ImportanceHandler:
                     msg = record.value
                     url, fp = page_key(msg.url, record.key)
                     try:
-                        keys, urls = followed(msg, fp, self._follow_external)
+                        keys, urls = followed(msg, fp, self._follow_external, self._max_occurrences)
                     except ValueError as exc:
                         raise PoisonMessage(f"page links for {url[:200]!r}: {exc}") from exc
                     plan.append((record, (fp, url, keys, urls)))

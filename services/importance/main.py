@@ -43,7 +43,7 @@ async def build(env: Mapping[str, str]) -> Service:
         kafka,
         service="importance",
         group_id=settings.group_id,
-        handlers=ImportanceHandler(owned, settings.follow_external).topic_handlers(),
+        handlers=ImportanceHandler(owned, settings.follow_external, settings.max_link_occurrences).topic_handlers(),
         producer=producer,
         batch_size=settings.batch_size,
         assignment="range",  # page links and transfers are both keyed by URL: one member owns a partition's state

@@ -80,6 +80,12 @@ class ImportanceSettings:
         " out-links, against 1 for a link to another site (a page whose links are all of one kind shares"
         " equally): a site's navigation keeps less of the cash that enters it. 1: all links alike (OPIC).",
     )
+    max_link_occurrences: int = setting(
+        "TRAWL_IMPORTANCE_MAX_LINK_OCCURRENCES", 2,
+        "A link the page carries several times (in the menu and again in the text, say) gets that many shares"
+        " of the page's cash, up to this many (1: each linked URL one share, as OPIC). Bounds what a page"
+        " repeating one link can give it.",
+    )
     batch_size: int = setting(
         "TRAWL_IMPORTANCE_BATCH_SIZE", 5000,
         "Records consumed and committed together: larger batches mean fewer, larger changelog writes.",

@@ -111,7 +111,8 @@ class Shard:
 
     def visit(self, key: int, url: str, target_keys: Sequence[int], target_urls: Sequence[str], owners: Sequence[int],
               at: float) -> None:
-        """Applies a crawl of a page whose followed out-links are the targets (distinct, not the page itself).
+        """Applies a crawl of a page whose followed out-links are the targets (not the page itself; a target
+        the page links several times may come as many times, a share each).
 
         ``owners`` gives the partition of each target; ``at`` is the crawl time in seconds. With
         replays on, the out-links are kept for them and the crawl earns ``replays_per_visit`` replays.

@@ -81,3 +81,39 @@ def test_repeats_and_the_page_itself_in_the_lists_are_left_out() -> None:
     msg = pb.PageLinks(url=PAGE, followed_urls=urls, followed_external=[True, False, True],
                        followed_fingerprints=normalized_fingerprints(urls))
     assert followed(msg, url_fingerprint(PAGE), True)[1] == ["https://b.example/"]
+
+
+def test_a_link_the_page_carries_several_times_counts_as_often_up_to_the_bound() -> None:
+    msg = page_links([
+        pb.Link(url="https://a.example/b", link_class=INTERNAL, occurrences=3),  # menu, text and footer
+        pb.Link(url="https://z.example/", link_class=EXTERNAL),
+        pb.Link(url="https://a.example/c", link_class=INTERNAL, occurrences=2),
+    ])
+    fill_followed(msg)
+    assert list(msg.followed_counts) == [3, 1, 2]
+    page_fp = url_fingerprint(PAGE)
+    assert followed(msg, page_fp, True)[1] == ["https://a.example/b", "https://z.example/", "https://a.example/c"]
+    b, z, c = "https://a.example/b", "https://z.example/", "https://a.example/c"
+    assert followed(msg, page_fp, True, max_occurrences=2)[1] == [b, b, z, c, c]
+    assert followed(msg, page_fp, True, max_occurrences=5)[1] == [b, b, b, z, c, c]
+    assert followed(msg, page_fp, False, max_occurrences=5)[1] == [b, b, b, c, c]
+    keys, urls = followed(msg, page_fp, True, max_occurrences=5)
+    assert keys == normalized_fingerprints(urls)
+    from_links = pb.PageLinks(url=PAGE, links=list(msg.links))  # no lists: read from the links, counts alike
+    assert followed(from_links, page_fp, True, max_occurrences=5) == (keys, urls)
+
+
+def test_without_repeated_links_no_counts_are_written_and_each_link_is_one_share() -> None:
+    msg = page_links([pb.Link(url="https://a.example/b", link_class=INTERNAL),
+                      pb.Link(url="https://z.example/", link_class=EXTERNAL)])
+    fill_followed(msg)
+    assert list(msg.followed_counts) == []
+    assert followed(msg, url_fingerprint(PAGE), True, max_occurrences=4)[1] == ["https://a.example/b",
+                                                                                 "https://z.example/"]
+
+
+def test_counts_of_another_length_than_the_lists_are_refused() -> None:
+    msg = pb.PageLinks(url=PAGE, followed_urls=["https://b.example/"], followed_external=[True],
+                       followed_fingerprints=[url_fingerprint("https://b.example/")], followed_counts=[2, 1])
+    with pytest.raises(ValueError, match="different lengths"):
+        followed(msg, url_fingerprint(PAGE), True, max_occurrences=2)

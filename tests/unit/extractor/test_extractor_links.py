@@ -81,6 +81,16 @@ def test_rel_nofollow_per_link_and_merged_duplicates() -> None:
     assert links["http://www.example.com/c"].nofollow is False  # followable once is followable
 
 
+def test_a_link_counts_its_followable_occurrences() -> None:
+    html = """<nav><a href="/x">X</a><a href="/y">Y</a></nav><p><a href="/x#more">X again</a>
+      <a href="/y" rel="nofollow">Y, nofollow</a><a href="/z" rel="nofollow">Z</a></p>
+      <footer><a href="/x">X</a></footer>"""
+    links = _links(html)
+    assert links["http://www.example.com/x"].occurrences == 3
+    assert links["http://www.example.com/y"].occurrences == 1  # a nofollow occurrence passes nothing
+    assert links["http://www.example.com/z"].occurrences == 0
+
+
 def test_area_links() -> None:
     html = '<map name="m"><area shape="rect" href="/region" alt="A  region"><area nohref></map>'
     result = extract_links(html, PAGE)

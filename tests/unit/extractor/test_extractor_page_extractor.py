@@ -125,6 +125,16 @@ def test_page_links_carry_the_followed_links_for_the_importance_service() -> Non
     assert list(extract_page(fetch_result(nofollow)).links.followed_urls) == []
 
 
+def test_a_link_the_page_repeats_is_counted_in_its_message_and_followed_counts() -> None:
+    html = ("<html><body><nav><a href='/a'>A</a><a href='/b'>B</a></nav>"
+            "<p><a href='/a'>A again</a></p><footer><a href='/a'>A</a></footer></body></html>")
+    page = extract_page(fetch_result(html)).links
+    occurrences = {link.url: link.occurrences for link in page.links}
+    assert occurrences == {"https://news.example.com/a": 3, "https://news.example.com/b": 0}  # 0: once
+    assert dict(zip(page.followed_urls, page.followed_counts, strict=True)) == {
+        "https://news.example.com/a": 3, "https://news.example.com/b": 1}
+
+
 def test_messages_survive_the_wire() -> None:
     out = extract_page(fetch_result(ARTICLE))
     assert pb.Document.FromString(out.document.SerializeToString()) == out.document

@@ -232,6 +232,28 @@ def test_a_replay_weighs_the_kept_links_as_the_crawl_did() -> None:
     assert math.isclose(engine.accounted(), engine.expected(), rel_tol=1e-12)
 
 
+def test_a_target_given_twice_gets_two_shares_at_the_crawl_and_at_its_replays() -> None:
+    here, there = weighted_pair(1.0, replays=1.0)
+    a, b, c, d = "http://a.example/a", "http://a.example/b", "http://a.example/c", "http://b.example/d"
+    here.page(1, a)
+    here.engine.distribute()  # page 1 holds partition 0's 50
+    here.visit(1, a, [2, 2, 3, 4, 4], [b, b, c, d, d], [0, 0, 0, 1, 1], 1.0)  # b and d linked twice
+    engine = here.engine
+    assert engine.effective_cash(engine.slots[2]) == pytest.approx(20.0)
+    assert engine.effective_cash(engine.slots[3]) == pytest.approx(10.0)
+    out = here.take_outgoing()[1]
+    there.receive(out.keys, out.urls, out.cash)
+    assert there.engine.effective_cash(there.engine.slots[4]) == pytest.approx(20.0)
+    here.receive([1], [a], [10.0])
+    before = engine.effective_cash(engine.slots[2]), engine.effective_cash(engine.slots[3])
+    assert here.replay(2.0) == 1
+    assert engine.effective_cash(engine.slots[2]) - before[0] == pytest.approx(4.0)
+    assert engine.effective_cash(engine.slots[3]) - before[1] == pytest.approx(2.0)
+    out = here.take_outgoing()[1]
+    there.receive(out.keys, out.urls, out.cash)
+    assert math.isclose(here.engine.accounted() + there.engine.accounted(), 100.0 + 10.0, rel_tol=1e-12)
+
+
 @pytest.mark.parametrize("weight", [0.0, -0.5, 1.5])
 def test_the_internal_link_weight_is_within_zero_and_one(weight: float) -> None:
     with pytest.raises(ValueError, match="internal_link_weight"):

@@ -377,6 +377,7 @@ class Link(_message.Message):
     CONTEXT_FIELD_NUMBER: _builtins.int
     SOURCE_TAG_FIELD_NUMBER: _builtins.int
     TRAP_RULE_FIELD_NUMBER: _builtins.int
+    OCCURRENCES_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     """normalised absolute URL; the raw href when bad (a trapped link keeps its normalised URL)"""
     anchor: _builtins.str
@@ -392,6 +393,8 @@ class Link(_message.Message):
     """
     trap_rule: _builtins.str
     """The spider-trap rule that caught this URL ("" when none); such a link is LINK_CLASS_BAD."""
+    occurrences: _builtins.int
+    """How many times the page links this URL without nofollow, when more than once (0: once, or not counted)."""
     def __init__(
         self,
         *,
@@ -403,10 +406,11 @@ class Link(_message.Message):
         context: _builtins.str = ...,
         source_tag: _builtins.str = ...,
         trap_rule: _builtins.str = ...,
+        occurrences: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor", b"anchor", "bad_reason", b"bad_reason", "context", b"context", "link_class", b"link_class", "nofollow", b"nofollow", "source_tag", b"source_tag", "trap_rule", b"trap_rule", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["anchor", b"anchor", "bad_reason", b"bad_reason", "context", b"context", "link_class", b"link_class", "nofollow", b"nofollow", "occurrences", b"occurrences", "source_tag", b"source_tag", "trap_rule", b"trap_rule", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -430,6 +434,7 @@ class PageLinks(_message.Message):
     FOLLOWED_FINGERPRINTS_FIELD_NUMBER: _builtins.int
     FOLLOWED_URLS_FIELD_NUMBER: _builtins.int
     FOLLOWED_EXTERNAL_FIELD_NUMBER: _builtins.int
+    FOLLOWED_COUNTS_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     fetched_at_ms: _builtins.int
@@ -461,6 +466,10 @@ class PageLinks(_message.Message):
     def followed_external(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bool]:
         """followed_urls[i] is LINK_CLASS_EXTERNAL"""
 
+    @_builtins.property
+    def followed_counts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """How many times the page links followed_urls[i] (at least 1); empty: once each (older messages)."""
+
     def __init__(
         self,
         *,
@@ -476,10 +485,11 @@ class PageLinks(_message.Message):
         followed_fingerprints: _abc.Iterable[_builtins.int] | None = ...,
         followed_urls: _abc.Iterable[_builtins.str] | None = ...,
         followed_external: _abc.Iterable[_builtins.bool] | None = ...,
+        followed_counts: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["canonical_url", b"canonical_url", "depth", b"depth", "fetched_at_ms", b"fetched_at_ms", "final_url", b"final_url", "followed_external", b"followed_external", "followed_fingerprints", b"followed_fingerprints", "followed_urls", b"followed_urls", "host", b"host", "links", b"links", "links_truncated", b"links_truncated", "nofollow", b"nofollow", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["canonical_url", b"canonical_url", "depth", b"depth", "fetched_at_ms", b"fetched_at_ms", "final_url", b"final_url", "followed_counts", b"followed_counts", "followed_external", b"followed_external", "followed_fingerprints", b"followed_fingerprints", "followed_urls", b"followed_urls", "host", b"host", "links", b"links", "links_truncated", b"links_truncated", "nofollow", b"nofollow", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
