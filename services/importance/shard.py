@@ -242,9 +242,13 @@ class Shard:
                 out = outgoing.get(part)
                 if out is None:
                     out = outgoing[part] = Outgoing()
-                out.keys.append(tkey)
-                out.urls.append(turl)
-                out.cash.append(amount)
+                keys = out.keys
+                if keys and keys[-1] == tkey:  # the same target again (a link the page repeats): one share more
+                    out.cash[-1] += amount
+                else:
+                    keys.append(tkey)
+                    out.urls.append(turl)
+                    out.cash.append(amount)
                 sent += 1
                 sent_cash += amount
         if sent:

@@ -242,6 +242,7 @@ def test_a_target_given_twice_gets_two_shares_at_the_crawl_and_at_its_replays() 
     assert engine.effective_cash(engine.slots[2]) == pytest.approx(20.0)
     assert engine.effective_cash(engine.slots[3]) == pytest.approx(10.0)
     out = here.take_outgoing()[1]
+    assert out.keys == [4] and out.cash == [pytest.approx(20.0)]  # d's two shares travel as one
     there.receive(out.keys, out.urls, out.cash)
     assert there.engine.effective_cash(there.engine.slots[4]) == pytest.approx(20.0)
     here.receive([1], [a], [10.0])
