@@ -18,12 +18,13 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
+from libs.common.followed_links import fill_followed
 from libs.common.kafka.consumer import Record
 from libs.common.kafka.partitioner import fingerprint_partition
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
-from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES
-from libs.common.url_keys import UrlKind, normalized_fingerprint, url_kind
+from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES, PAGE_LINKS
+from libs.common.url_keys import UrlKind, key_text, normalized_fingerprint, url_kind
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
 from services.importance.cash_store import CONSERVATION_SQL, CashStore, Fenced
@@ -267,3 +268,52 @@ async def test_replays_are_committed_with_their_batch_and_their_links_survive_a_
     assert_conserved(result.total)
     assert result.in_flight == pytest.approx(0.0, abs=1e-9)
     assert result.visits == len(order)  # replays are not counted as crawls
+
+
+def _page_twice_linking(fetched_at_ms: int) -> pb.PageLinks:
+    """A home page linking B twice (say in its menu and its text) and C once, both on other sites, B and C in
+    one partition and the page in another."""
+    msg = pb.PageLinks(url=OCC_PAGE, host="occ-a.example", fetched_at_ms=fetched_at_ms, links=[
+        pb.Link(url=OCC_B, link_class=pb.LINK_CLASS_EXTERNAL, occurrences=2),
+        pb.Link(url=OCC_C, link_class=pb.LINK_CLASS_EXTERNAL)])
+    fill_followed(msg)
+    return msg
+
+
+def _same_partition_pair() -> tuple[str, str]:
+    page = fingerprint_partition(normalized_fingerprint(OCC_PAGE), PARTITIONS)
+    by_partition: dict[int, list[str]] = {}
+    for i in range(200):
+        url = f"http://occ-{i}.example/story.html"
+        p = fingerprint_partition(normalized_fingerprint(url), PARTITIONS)
+        if p != page:
+            by_partition.setdefault(p, []).append(url)
+            if len(by_partition[p]) == 2:
+                return by_partition[p][0], by_partition[p][1]
+    raise AssertionError("no two URLs in one partition")
+
+
+OCC_PAGE = "http://occ-a.example/"
+OCC_B, OCC_C = _same_partition_pair()
+
+
+@pytest.mark.parametrize("occurrences", [1, 2])
+async def test_a_url_the_page_links_twice_gets_two_shares_up_to_the_setting(env: Env, occurrences: int) -> None:
+    owned, _ = env.make()
+    handler = ImportanceHandler(owned, max_link_occurrences=occurrences)
+    part = fingerprint_partition(normalized_fingerprint(OCC_PAGE), PARTITIONS)
+    for offset, at in enumerate((1_700_000_000_000, 1_700_000_060_000)):  # the first crawl finds the page without
+        msg = _page_twice_linking(at)  # cash; its partition's virtual page pays it before the second
+        record = Record(PAGE_LINKS, part, offset, key_text(normalized_fingerprint(OCC_PAGE)), msg, at, None, None)
+        await deliver(handler.page_links, [record])
+        await env.pump(handler)
+    target = fingerprint_partition(normalized_fingerprint(OCC_B), PARTITIONS)
+    store = CashStore(env.db, PARTITIONS, TOTAL)
+    engine = (await store.load(target, lambda: OpicEngine(SETTINGS.opic_config(PARTITIONS), TOTAL / PARTITIONS))).engine
+    b, c = (engine.effective_cash(engine.slots[normalized_fingerprint(u)]) for u in (OCC_B, OCC_C))
+    assert c > 1.0  # the page passed its cash on
+    if occurrences == 1:
+        assert b == pytest.approx(c, rel=1e-12)
+    else:
+        assert b == pytest.approx(2 * c, rel=1e-9)
+    assert_conserved((await audit(env.db)).total)
