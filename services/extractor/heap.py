@@ -21,7 +21,14 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from prometheus_client import Counter
+
 log = logging.getLogger(__name__)
+
+TRIMS = Counter("trawl_extractor_heap_trims_total",
+                "Times the memory freed by a phase's trees was given back to the system (over the trim bound),"
+                " in the service's own process (worker processes, TRAWL_EXTRACTOR_PROCESSES above 1, trim their own"
+                " and are not counted).")
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _STATM = Path("/proc/self/statm")
@@ -61,4 +68,6 @@ def release_free_memory(above_bytes: int) -> bool:
     if resident is None or resident <= above_bytes:
         return False
     _TRIM(0)
+    TRIMS.inc()
+    log.debug("heap trimmed at %.0f MiB resident (bound %.0f MiB)", resident / 2**20, above_bytes / 2**20)
     return True

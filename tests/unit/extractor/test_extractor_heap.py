@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from services.extractor.heap import release_free_memory, resident_bytes
+from services.extractor.heap import TRIMS, release_free_memory, resident_bytes
 from services.extractor.html_tree import parse_html
 
 MiB = 1024 * 1024
@@ -38,13 +38,17 @@ def _resident() -> int:
 def test_freed_trees_are_given_back_when_over_the_bound() -> None:
     kept = _parse_and_free_in_a_thread()
     before = _resident()
+    trims = TRIMS._value.get()
     assert release_free_memory(0)
     after = _resident()
+    assert TRIMS._value.get() == trims + 1
     assert kept and before - after > 32 * MiB, (before / MiB, after / MiB)
 
 
 def test_below_the_bound_nothing_is_trimmed() -> None:
     kept = _parse_and_free_in_a_thread()
     before = _resident()
+    trims = TRIMS._value.get()
     assert not release_free_memory(before + 512 * MiB)
+    assert TRIMS._value.get() == trims
     assert kept and _resident() > before - 8 * MiB
