@@ -14,6 +14,8 @@ each URL once.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from libs.common.url_keys import normalized_fingerprint, normalized_fingerprints
 from libs.common.wire import messages as pb
 
@@ -70,16 +72,15 @@ def followed(msg: pb.PageLinks, page_fp: int, follow_external: bool,
     """
     fps = msg.followed_fingerprints
     if fps or not msg.links:
-        urls, externals = msg.followed_urls, msg.followed_external
-        counts: list[int] = list(msg.followed_counts) or [1] * len(fps)
-        if not len(fps) == len(urls) == len(externals) == len(counts):
+        urls, externals, counted = msg.followed_urls, msg.followed_external, msg.followed_counts
+        if not len(fps) == len(urls) == len(externals) or len(counted) not in (0, len(fps)):
             raise ValueError("page links with followed lists of different lengths")
-        if follow_external and (max_occurrences <= 1 or not msg.followed_counts):
+        if follow_external and (max_occurrences <= 1 or not counted):
             keys, targets = fps[:], urls[:]  # slices: lists, made faster than by list()
             distinct_keys = set(keys)
             if len(distinct_keys) == len(keys) and page_fp not in distinct_keys:  # as the extractor writes them
                 return keys, targets
-        rows = zip(fps, urls, externals, counts, strict=True)
+        rows = zip(fps, urls, externals, counted or repeat(1, len(fps)), strict=True)
     else:
         rows = zip(*_from_links(msg), strict=True)
     distinct: dict[int, tuple[str, int]] = {}
@@ -92,7 +93,7 @@ def followed(msg: pb.PageLinks, page_fp: int, follow_external: bool,
     keys_out: list[int] = []
     urls_out: list[str] = []
     for fp, (url, times) in distinct.items():
-        repeat = min(times, max_occurrences)
-        keys_out += [fp] * repeat
-        urls_out += [url] * repeat
+        kept = min(times, max_occurrences)
+        keys_out += [fp] * kept
+        urls_out += [url] * kept
     return keys_out, urls_out

@@ -156,7 +156,6 @@ class _Page:
     charset: str
     root: Any  # the parsed tree (None when there was nothing to parse)
     binary: bool = False  # served as HTML, but binary data: no text, no links
-    link_set: PageLinkSet | None = None
     links: pb.PageLinks | None = None  # the message, built once the links are read
     noindex: bool = False  # meta robots or X-Robots-Tag, read with the links
     content: PageContent | None = None
@@ -197,12 +196,12 @@ def _weight(body: bytes) -> int:
 def _read_links(page: _Page, options: ExtractionOptions) -> None:
     result = page.result
     header_links = parse_link_header(_headers(result, "link"))
-    page.link_set = extract_links_from_tree(page.root, page.final_url, options.links, header_links)
+    link_set = extract_links_from_tree(page.root, page.final_url, options.links, header_links)
     fetched = datetime.fromtimestamp(result.fetched_at_ms / 1000, UTC) if result.fetched_at_ms > 0 else None
-    _apply_traps(page.link_set.links, options.traps, (fetched or datetime.now(UTC)).year, result.depth + 1)
+    _apply_traps(link_set.links, options.traps, (fetched or datetime.now(UTC)).year, result.depth + 1)
     header_robots = parse_x_robots_tag(result.x_robots_tag, agent=options.links.robots_agent)
-    page.noindex = page.link_set.meta_noindex or header_robots.noindex
-    page.links = _links_message(page, page.link_set, header_robots.nofollow)
+    page.noindex = link_set.meta_noindex or header_robots.noindex
+    page.links = _links_message(page, link_set, header_robots.nofollow)
 
 
 def _links_message(page: _Page, link_set: PageLinkSet, header_nofollow: bool) -> pb.PageLinks:
@@ -240,8 +239,8 @@ def _read_content(page: _Page, options: ExtractionOptions) -> None:
 
 
 def _assemble(page: _Page) -> Extracted:
-    result, link_set, links, content = page.result, page.link_set, page.links, page.content
-    assert link_set is not None and links is not None and content is not None  # set by the phases before
+    result, links, content = page.result, page.links, page.content
+    assert links is not None and content is not None  # set by the phases before
     document = pb.Document(
         url=page.page_url,
         host=links.host,
@@ -252,7 +251,7 @@ def _assemble(page: _Page) -> Extracted:
         content_fingerprint=content_fingerprint(content.text) if content.text else "",
         fetched_at_ms=result.fetched_at_ms,
         noindex=page.noindex,
-        canonical_url=link_set.canonical_url or "",
+        canonical_url=links.canonical_url,
         author=content.author,
         extraction_error=content.error,
         charset=page.charset,
