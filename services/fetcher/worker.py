@@ -162,8 +162,12 @@ class FetchWorker:
             self._handoff.finish(record)
 
     async def handle(self, request: pb.FetchRequest) -> None:
+        """Fetch ``request`` (no partition ownership kept), not before the host time it is stamped with."""
         if not request.url or not request.request_id:
             raise PoisonMessage("fetch request without url or request id")
+        if request.host_not_before_ms > 0:
+            not_before = self._clock.now() + (request.host_not_before_ms / 1000.0 - time.time())
+            self._core.take_key(await self._core.politeness_key(request.host), not_before)
         self._finished(request, await self._fetch(request))
 
     async def _fetch(self, request: pb.FetchRequest) -> FetchAttempt:

@@ -31,7 +31,7 @@ from services.scheduler.bandits.allocator import RECENT_PAGES, BanditAllocator, 
 from services.scheduler.bandits.goal import LiveGoal
 from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.frontier.host_policies import HostPolicyStore, PolicyRules
-from services.scheduler.frontier.store import FrontierStore
+from services.scheduler.frontier.store import Dispatched, FrontierStore
 from services.scheduler.recovery.unsent_requests import UnsentRequests
 from services.scheduler.sent_urls import SentUrls
 from services.scheduler.settings import SchedulerSettings
@@ -204,6 +204,7 @@ class Dispatcher:
                     etag=row.etag or "",  # a revisit's validators: the fetcher asks conditionally
                     last_modified=row.last_modified or "",
                     validated_at_ms=int(row.validated_at.timestamp() * 1000) if row.validated_at else 0,
+                    host_not_before_ms=_not_before_ms(row, now_ms),
                 ),
             )
         await self._producer.flush()
@@ -231,3 +232,15 @@ class Dispatcher:
             return []
         states = await self._goal_sites.states(allocator.sites, allocator.goal, RECENT_PAGES)
         return allocator.held(states)
+
+
+def _not_before_ms(row: Dispatched, now_ms: int) -> int:
+    """The host's next allowed time (Unix ms) for a request taken ahead of it, else 0.
+
+    The fetcher that owns the host's partition holds such a request until then; a fetcher that has
+    just taken the partition over knows nothing of the host's last fetch but this.
+    """
+    if row.host_not_before is None:
+        return 0
+    at_ms = int(row.host_not_before.timestamp() * 1000)
+    return at_ms if at_ms > now_ms else 0

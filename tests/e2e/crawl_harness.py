@@ -118,11 +118,14 @@ class CrawlStack:
 def crawl_stack(bootstrap: str, dsn: str, prefix: str, logs: Path,
                 config: SimWebConfig | SimWeb = SMALL_WEB, env: dict[str, str | None] | None = None,
                 ) -> Iterator[tuple[CrawlStack, BackgroundSimWeb, SimWeb]]:
-    """A stack and a served web: ``config``'s, or ``config`` itself when it is a built web."""
+    """A stack and a served web: ``config``'s, or ``config`` itself when it is a built web.
+
+    The server's request log is also written to ``logs/simweb-requests.jsonl``, beside the services' logs.
+    """
     from libs.simweb import build_web
 
     web = config if isinstance(config, SimWeb) else build_web(config)
-    simweb = BackgroundSimWeb(web)
+    simweb = BackgroundSimWeb(web, log_file=logs / "simweb-requests.jsonl")
     proxy = simweb.start()
     stack = CrawlStack(bootstrap, dsn, prefix, proxy, logs, env)
     try:

@@ -97,7 +97,7 @@ def required_gap(web: SimWeb, host: str) -> float:
 @pytest.fixture(scope="module")
 def crawl(kafka_bootstrap: str, pg_dsn: str,
           tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[RequestRecord], SimWeb, set[str]]]:
-    logs = tmp_path_factory.mktemp("logs")
+    logs = tmp_path_factory.mktemp("logs")  # the services' logs and the server's request log, for a failure
     prefix = make_unique_name("rebalance") + "."
     with crawl_stack(kafka_bootstrap, pg_dsn, prefix, logs, WEB) as (stack, simweb, web):
         expected = {normalize_url(u) for u in web.reachable(web.home_pages())}

@@ -31,7 +31,10 @@ Two rules keep "one request at a time, and the gap" across owners:
    holds for hosts whose gap is at most ``handoff_delay`` (by default the
    largest Crawl-delay honoured); a stamp from rule 1 may hold it longer.
    Requests produced after the assignment come from the scheduler, which
-   dispatched them after the host's last outcome and gap.
+   dispatched them after the host's last outcome, and, when it hands one out
+   ahead of the host's next allowed time (``TRAWL_SCHEDULER_DISPATCH_AHEAD_SECONDS``),
+   stamps it with that time in ``host_not_before_ms``: the host is held until then
+   here too, though this fetcher never saw the fetch that set it.
 
 Partitions are identified by number (the fetcher consumes one topic).
 """

@@ -127,7 +127,10 @@ def select_and_take(queue_depth: int = 1) -> str:
         "  UPDATE scheduler.hosts h SET " + _TAKEN
         + "  FROM took t WHERE h.host = t.host"
         ")"
-        " SELECT url_fp, url, host, priority, depth, attempts, request_id, etag, last_modified, validated_at FROM took"
+        # The hosts' next allowed times as the round found them (a statement's parts share one snapshot, so
+        # this join does not see the update above): a request taken ahead of its host's gap carries it.
+        " SELECT t.url_fp, t.url, t.host, t.priority, t.depth, t.attempts, t.request_id, t.etag, t.last_modified,"
+        "  t.validated_at, h.next_allowed_at FROM took t JOIN scheduler.hosts h ON h.host = t.host"
     )
 
 

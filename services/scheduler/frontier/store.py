@@ -97,6 +97,7 @@ class Dispatched:
     etag: str | None = None  # the validators of the page's last capture, for a conditional revisit
     last_modified: str | None = None
     validated_at: datetime | None = None
+    host_not_before: datetime | None = None  # the host's next allowed time when the URL was taken
 
 
 NOT_MODIFIED = "FETCH_STATUS_NOT_MODIFIED"  # Outcome.outcome of a 304 to a conditional revisit

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -69,3 +70,28 @@ async def test_a_batch_of_one_publishes_each_fetch_as_it_ends() -> None:
     worker = _worker(producer, batch=1)
     await worker.handle(_request(0))
     assert [m.request_id for _, m in producer.sent] == ["r0"]
+
+
+class HoldingCore(Core):
+    """Records the holds the worker asks for."""
+
+    def __init__(self) -> None:
+        self.holds: list[tuple[str, float | None]] = []
+
+    async def politeness_key(self, host: str) -> str:
+        return host
+
+    def take_key(self, key: str, not_before: float | None = None, last_fetch_end: float | None = None) -> None:
+        self.holds.append((key, not_before))
+
+
+async def test_a_stamped_request_holds_its_host_until_the_stamp() -> None:
+    core = HoldingCore()
+    worker = FetchWorker(cast(Any, core), cast(Any, Producer()), cast(Any, Clock()))
+    await worker.handle(_request(0))
+    assert core.holds == []  # no stamp: the host's own gap only
+    stamped = _request(1)
+    stamped.host_not_before_ms = int(time.time() * 1000) + 4000
+    await worker.handle(stamped)
+    ((key, not_before),) = core.holds
+    assert key == "a.test" and not_before is not None and 3.9 < not_before < 4.1  # on the worker's clock (now 0)

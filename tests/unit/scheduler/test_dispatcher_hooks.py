@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -19,7 +20,7 @@ from libs.localinfra import create_topics
 from services.scheduler.admin.pause import PauseFlag
 from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.dispatcher import Dispatcher
-from services.scheduler.frontier.store import FrontierStore, NewUrl
+from services.scheduler.frontier.store import FrontierStore, NewUrl, Outcome
 from services.scheduler.settings import SchedulerSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -42,11 +43,11 @@ async def producer(kafka: KafkaSettings) -> AsyncIterator[TopicProducer]:
         await sender.stop()
 
 
-def requests(bootstrap: str, topic: str, count: int) -> dict[str, str]:
-    """URL -> key of the first ``count`` fetch requests on ``topic`` (reads until they are there)."""
+def sent_requests(bootstrap: str, topic: str, count: int) -> dict[str, tuple[str, pb.FetchRequest]]:
+    """URL -> key and request of the first ``count`` fetch requests on ``topic`` (reads until they are there)."""
     reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False})
     reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(FETCH_REQUESTS.partitions)])
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, pb.FetchRequest]] = {}
     deadline = time.monotonic() + 30
     try:
         while len(found) < count and time.monotonic() < deadline:
@@ -54,10 +55,15 @@ def requests(bootstrap: str, topic: str, count: int) -> dict[str, str]:
             if message is None or message.error():
                 continue
             request = pb.FetchRequest.FromString(message.value() or b"")
-            found[request.url] = (message.key() or b"").decode()
+            found[request.url] = ((message.key() or b"").decode(), request)
     finally:
         reader.close()
     return found
+
+
+def requests(bootstrap: str, topic: str, count: int) -> dict[str, str]:
+    """URL -> key of the first ``count`` fetch requests on ``topic``."""
+    return {url: key for url, (key, _request) in sent_requests(bootstrap, topic, count).items()}
 
 
 def new(url: str) -> NewUrl:
@@ -96,3 +102,27 @@ async def test_the_goal_holds_sites_and_a_large_host_is_keyed_by_group(
     ((url, key),) = sent.items()
     assert key == ("big.example#0" if "/news/" in url else "big.example#1")  # news (6 URLs) and sport balanced
     assert "http://b.example/" not in sent
+
+
+async def test_a_request_handed_out_ahead_of_its_hosts_gap_carries_the_hosts_next_allowed_time(
+    frontier: FrontierStore, goal_sites: GoalSites, scheduler_db: Database, producer: TopicProducer,
+    kafka: KafkaSettings,
+) -> None:
+    # A fetcher that has just taken the host's partition over never saw its last fetch: the stamp is all it knows.
+    settings = load_settings(SchedulerSettings, {}, dispatch_ahead=5.0)
+    frontier = FrontierStore(scheduler_db, FETCH_REQUESTS.partitions, dispatch_ahead=5.0)
+    dispatcher = Dispatcher(frontier, producer, settings, lambda: set(range(FETCH_REQUESTS.partitions)), goal_sites,
+                            PauseFlag(scheduler_db))
+    await dispatcher.prepare()
+    await frontier.add_urls([new("http://slow.example/a"), new("http://slow.example/b")])
+    assert await dispatcher.dispatch_once() == 1
+    ((first_url, (_key, first)),) = sent_requests(kafka.bootstrap, kafka.topic(FETCH_REQUESTS.name), 1).items()
+    assert first.host_not_before_ms == 0  # the host is free now: nothing to wait for
+    next_allowed = datetime.now(UTC) + timedelta(seconds=3)
+    outcome = Outcome(url_fingerprint(first_url), first.request_id, "slow.example", "fetched", 200, "FETCH_STATUS_OK",
+                      "", datetime.now(UTC), next_allowed)
+    await frontier.apply_outcomes([outcome], 3, 60.0)
+    assert await dispatcher.dispatch_once() == 1  # 3 s before the gap ends, within the 5 s ahead
+    sent = sent_requests(kafka.bootstrap, kafka.topic(FETCH_REQUESTS.name), 2)
+    _key, second = sent["http://slow.example/b" if first_url.endswith("/a") else "http://slow.example/a"]
+    assert second.host_not_before_ms == int(next_allowed.timestamp() * 1000)

@@ -153,9 +153,12 @@ async def test_a_host_is_handed_its_next_request_ahead_of_its_gap(scheduler_db: 
     frontier = FrontierStore(scheduler_db, len(ALL), queue_depth=2, dispatch_ahead=5.0)
     await frontier.add_urls([new(f"http://small.example/q{i}/") for i in range(4)])
     first, second = (await frontier.dispatch(100, ALL))[0], (await frontier.dispatch(100, ALL))[0]
-    await frontier.apply_outcomes([ended(first, "fetched", datetime.now(UTC) + timedelta(seconds=3))], 3, 60.0)
+    next_allowed = datetime.now(UTC) + timedelta(seconds=3)
+    await frontier.apply_outcomes([ended(first, "fetched", next_allowed)], 3, 60.0)
     (third,) = await frontier.dispatch(100, ALL)  # its gap ends within 5 s: the fetcher holds it until then
     assert third.url_fp not in {first.url_fp, second.url_fp}
+    assert third.host_not_before == next_allowed  # what the fetcher is told to hold it until
+    assert first.host_not_before is not None and first.host_not_before <= datetime.now(UTC)
     await frontier.apply_outcomes([ended(second, "fetched", datetime.now(UTC) + timedelta(seconds=30))], 3, 60.0)
     assert await frontier.dispatch(100, ALL) == []  # 30 s away: not yet
 

@@ -173,8 +173,9 @@ class FetchRequest(_message.Message):
     (0: none); the fetcher keeps it like a robots.txt Crawl-delay.
     """
     host_not_before_ms: _builtins.int
-    """Set when a fetcher gives the host's partition up (a rebalance) and hands the request on:
-    the earliest time the host may be contacted again (Unix ms), 0 if not handed on.
+    """The earliest time the host may be contacted (Unix ms), 0 if none: set by the scheduler on a
+    request it hands out ahead of the host's next allowed time (from the host's last outcome),
+    and by a fetcher that gives the host's partition up (a rebalance) and hands the request on.
     """
     etag: _builtins.str
     """A revisit's validators, from the page's last capture (the frontier keeps them): sent as
