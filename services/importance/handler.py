@@ -139,6 +139,11 @@ class ImportanceHandler:
                 now_ms = int(time.time() * 1000)
                 for state in states:
                     state.shard.replay(now_ms / 1000.0)
+                for state in await owned.deliver_locally(states, now_ms):
+                    if state.partition not in touched:
+                        touched[state.partition] = state
+                        state.shard.replay(now_ms / 1000.0)
+                        states.append(state)
                 await owned.announce(states, now_ms)
                 await owned.commit(states, now_ms)
         except BaseException:

@@ -146,7 +146,7 @@ class TopicConsumer:
         metrics.declare_consumer(service, {name: t.name for name, t in self._topics.items()})
         self._batch_size = batch_size
         self._poll_timeout = poll_timeout
-        self._batch_wait = batch_wait
+        self._batch_wait = settings.batch_wait_ms / 1000.0 if batch_wait is None else batch_wait
         self._fetch_wait_ms = fetch_wait_ms
         self._retry_backoff = retry_backoff
         self._max_backoff = max_backoff

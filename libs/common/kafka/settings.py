@@ -30,6 +30,13 @@ class KafkaSettings:
         100,
         "Longest a consumer's fetch waits for data: bounds the latency each topic hop adds.",
     )
+    batch_wait_ms: int = setting(
+        "TRAWL_KAFKA_BATCH_WAIT_MS",
+        200,
+        "How long a consumed batch waits to fill once records came, unless full (the pipeline's consumers:"
+        " extractor, dedup, linkbase, importance). Each hop adds up to this much latency to a new page's links"
+        " reaching the frontier when records trickle in; a busy crawl fills its batches anyway.",
+    )
     loop_fetch_wait_max_ms: int = setting(
         "TRAWL_KAFKA_LOOP_FETCH_WAIT_MAX_MS",
         100,

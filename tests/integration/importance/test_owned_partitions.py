@@ -8,6 +8,7 @@ handler sends are read back from their topic and handed to it as the consumer wo
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ from libs.localinfra import create_topics
 from services.importance.cash_store import CONSERVATION_SQL, CashStore, Fenced
 from services.importance.engine import OpicEngine
 from services.importance.handler import ImportanceHandler
-from services.importance.owned_partitions import OwnedPartitions
+from services.importance.owned_partitions import DELIVERED_LOCALLY, OwnedPartitions
 from services.importance.shard import REPLAYS
 from tests.integration.importance.importance_web import (
     MIGRATIONS,
@@ -177,6 +178,11 @@ async def test_transfers_left_in_the_outbox_are_sent_again_and_applied_once(env:
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     order = crawl_order()
     owned, handler = env.make()
+
+    async def elsewhere(_partition: int) -> None:
+        return None  # as if every other partition had another owner: transfers go through the outbox
+
+    monkeypatch.setattr(owned, "_held", elsewhere)
     await env.crawl(handler, order[:50])
 
     async def lost(*_args: object) -> None:
@@ -185,7 +191,7 @@ async def test_transfers_left_in_the_outbox_are_sent_again_and_applied_once(env:
     monkeypatch.setattr(owned, "_send", lost)
     with pytest.raises(ConnectionError):
         await handler.page_links(env.feed.records(order[50:90]))  # committed, transfers not sent
-    monkeypatch.undo()
+    monkeypatch.setattr(owned, "_send", OwnedPartitions._send.__get__(owned))
     async with env.db.connection() as conn:
         cur = await conn.execute("SELECT count(*), coalesce(sum(cash), 0) FROM importance.outbox")
         rows, cash = await cur.fetchone()  # type: ignore[misc]
@@ -317,3 +323,51 @@ async def test_a_url_the_page_links_twice_gets_two_shares_up_to_the_setting(env:
     else:
         assert b == pytest.approx(2 * c, rel=1e-9)
     assert_conserved((await audit(env.db)).total)
+
+
+def _updated_cash(kafka: KafkaSettings, group: str) -> dict[str, float]:
+    """URL -> the cash last announced for it on the importance-updates topic."""
+    reader = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": group, "enable.auto.commit": False})
+    reader.assign([TopicPartition(kafka.topic(IMPORTANCE_UPDATES.name), p, OFFSET_BEGINNING)
+                   for p in range(IMPORTANCE_UPDATES.partitions)])
+    cash: dict[str, float] = {}
+    deadline, quiet = time.monotonic() + 20, 0
+    try:
+        while time.monotonic() < deadline and (not cash or quiet < 2):  # until the first ones, then a quiet read
+            msgs = reader.consume(1000, 0.5)
+            quiet = 0 if msgs else quiet + 1
+            for m in msgs:
+                if m.error() is None:
+                    for update in pb.ImportanceUpdates.FromString(m.value() or b"").updates:
+                        cash[update.url] = update.cash
+    finally:
+        reader.close()
+    return cash
+
+
+@pytest.mark.parametrize("owner_of_targets", ["this instance", "another instance"])
+async def test_a_transfer_to_a_partition_owned_here_is_applied_and_announced_with_its_batch(
+    env: Env, unique_name: Any, owner_of_targets: str
+) -> None:
+    owned, handler = env.make()
+    part = fingerprint_partition(normalized_fingerprint(OCC_PAGE), PARTITIONS)
+    if owner_of_targets == "another instance":
+        owned.owned = lambda: {part}
+    before = DELIVERED_LOCALLY._value.get()
+    at = 1_700_000_000_000
+    record = Record(PAGE_LINKS, part, 0, key_text(normalized_fingerprint(OCC_PAGE)), _page_twice_linking(at), at,
+                    None, None)
+    await deliver(handler.page_links, [record])
+    sent = await env.transfers.new(settle=0.6)
+    announced = _updated_cash(env.kafka, unique_name("u"))
+    result = await audit(env.db)
+    assert_conserved(result.total)
+    if owner_of_targets == "this instance":  # B and C got their shares in this batch, and nothing travelled
+        assert DELIVERED_LOCALLY._value.get() == before + 1
+        assert sent == [] and result.in_flight == pytest.approx(0.0, abs=1e-12)
+        assert announced.get(OCC_B, 0) > 0 and announced.get(OCC_C, 0) > 0, announced
+    else:  # their owner gets the transfer from the topic; it is the cash in flight until then
+        assert DELIVERED_LOCALLY._value.get() == before
+        assert [r.value.source_partition for r in sent] == [part]
+        assert result.in_flight == pytest.approx(math.fsum(sent[0].value.cash), rel=1e-9) and result.in_flight > 0
+        assert OCC_B not in announced and OCC_C not in announced
