@@ -20,6 +20,7 @@ from services.linkbase.rows import (
     ANCHOR_LIMIT,
     CONTEXT_LIMIT,
     HREF_LIMIT,
+    MAX_OCCURRENCES,
     TEXT_LIMIT,
     BadLinkRow,
     DocumentRow,
@@ -162,7 +163,8 @@ class LinkbaseBatch:
             nofollow = link.nofollow
             context = link.context
             row = LinkRow(page, target, anchor, link_class, nofollow, not (page_nofollow or nofollow),
-                          clean_text(context, CONTEXT_LIMIT) if context else "")
+                          clean_text(context, CONTEXT_LIMIT) if context else "",
+                          min(max(1, link.occurrences), MAX_OCCURRENCES))
             seen = links.get(target.fp)
             links[target.fp] = row if seen is None else merge_links(seen, row)
         self.pages[page.fp] = _Page(PageRow(page, max(0, msg.depth), msg.fetched_at_ms), links, bad)

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 _SELECT_PENDING = """
 SELECT u.host_id, u.url_fp, u.url, h.host, u.depth, src.url, (extract(epoch FROM u.first_seen) * 1000)::bigint,
-       s.host_id IS NOT NULL
+       s.host_id IS NOT NULL, u.discovered_occurrences
 FROM linkbase.urls AS u
 LEFT JOIN linkbase.hosts AS h ON h.host_id = u.host_id
 LEFT JOIN linkbase.urls AS src ON src.host_id = u.discovered_from_host_id AND src.url_fp = u.discovered_from_fp
@@ -120,7 +120,7 @@ class DiscoveryPublisher:
                 return 0
             paths = {row[1]: (row[0], trap_path_key(row[2])) for row in rows}
             penalties = await path_penalties(conn, self._traps, paths.values())
-            for _host_id, fp, url, host, depth, source, first_seen_ms, seed in rows:
+            for _host_id, fp, url, host, depth, source, first_seen_ms, seed, occurrences in rows:
                 host = host or normalized_host(url)
                 message = pb.DiscoveredUrl(
                     url=url,
@@ -131,6 +131,7 @@ class DiscoveryPublisher:
                     source=pb.DISCOVERY_SOURCE_SEED if seed else pb.DISCOVERY_SOURCE_LINK,
                     path_key=paths[fp][1],
                     path_penalty=penalties.get(paths[fp], 0.0),
+                    occurrences=occurrences if source else 0,
                 )
                 self._producer.send(DISCOVERED_URLS, host, message)
             await self._producer.flush()

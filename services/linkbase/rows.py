@@ -112,6 +112,10 @@ class PageRow:
     fetched_at_ms: int
 
 
+MAX_OCCURRENCES = 100
+"""Occurrences of one link on one page counted at most (a page repeating a link thousands of times counts this)."""
+
+
 class LinkRow(NamedTuple):
     source: UrlRef
     target: UrlRef
@@ -120,6 +124,7 @@ class LinkRow(NamedTuple):
     nofollow: bool
     followable: bool
     context: str = ""
+    occurrences: int = 1  # times the page carries the link
 
     @property
     def source_fp(self) -> int:
@@ -141,6 +146,7 @@ class TargetRow(NamedTuple):
     depth: int | None
     discovered_from: UrlRef
     followable: bool
+    occurrences: int = 1  # times ``discovered_from`` links it
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +211,7 @@ def merge_links(old: LinkRow, new: LinkRow) -> LinkRow:
         old.nofollow and new.nofollow,
         old.followable or new.followable,
         old.context or new.context,
+        min(old.occurrences + new.occurrences, MAX_OCCURRENCES),
     )
 
 
@@ -228,11 +235,11 @@ def targets_of(links: list[LinkRow], page_depths: dict[int, int | None]) -> list
         key = target.key
         seen = find(key)
         if seen is None:
-            best[key] = TargetRow(target, depth, source, link.followable)
+            best[key] = TargetRow(target, depth, source, link.followable, link.occurrences)
         elif depth is not None and (seen.depth is None or depth < seen.depth):
-            best[key] = TargetRow(target, depth, source, seen.followable or link.followable)
+            best[key] = TargetRow(target, depth, source, seen.followable or link.followable, link.occurrences)
         elif link.followable and not seen.followable:
-            best[key] = TargetRow(seen.ref, seen.depth, seen.discovered_from, True)
+            best[key] = TargetRow(seen.ref, seen.depth, seen.discovered_from, True, seen.occurrences)
     return [best[key] for key in sorted(best)]
 
 
@@ -266,5 +273,5 @@ def combine_targets(parts: Iterable[list[TargetRow]]) -> list[TargetRow]:
             keep = seen if _closeness(seen) <= _closeness(target) else target
             followable = seen.followable or target.followable
             best[key] = keep if keep.followable == followable else TargetRow(
-                keep.ref, keep.depth, keep.discovered_from, followable)
+                keep.ref, keep.depth, keep.discovered_from, followable, keep.occurrences)
     return [best[key] for key in sorted(best)]

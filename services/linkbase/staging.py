@@ -64,7 +64,7 @@ LINKS = Stage(
 TARGETS = Stage(
     "stage_targets",
     (("host_id", "int8"), ("url_fp", "int8"), ("url", "text"), ("depth", "int4"), ("from_host_id", "int8"),
-     ("from_fp", "int8"), ("announce_state", "int2")),
+     ("from_fp", "int8"), ("announce_state", "int2"), ("occurrences", "int2")),
 )
 BAD_LINKS = Stage(
     "stage_bad_links",

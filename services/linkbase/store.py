@@ -97,8 +97,8 @@ WHERE b.source_host_id = k.host_id AND b.source_fp = k.s AND b.href_hash = k.h
 _MERGE_TARGETS = """
 WITH merged AS (
 INSERT INTO linkbase.urls AS u (host_id, url_fp, url, depth, discovered_from_host_id, discovered_from_fp,
-                                announce_state)
-SELECT s.host_id, s.url_fp, s.url, s.depth, s.from_host_id, s.from_fp, s.announce_state
+                                announce_state, discovered_occurrences)
+SELECT s.host_id, s.url_fp, s.url, s.depth, s.from_host_id, s.from_fp, s.announce_state, s.occurrences
 FROM stage_targets AS s
 LEFT JOIN LATERAL (SELECT o.depth, o.announce_state FROM linkbase.urls AS o
                    WHERE o.host_id = s.host_id AND o.url_fp = s.url_fp LIMIT 1) AS o ON true
@@ -113,6 +113,9 @@ ON CONFLICT (host_id, url_fp) DO UPDATE SET
     discovered_from_fp = CASE
         WHEN excluded.depth < u.depth OR (u.depth IS NULL AND excluded.depth IS NOT NULL)
         THEN excluded.discovered_from_fp ELSE u.discovered_from_fp END,
+    discovered_occurrences = CASE
+        WHEN excluded.depth < u.depth OR (u.depth IS NULL AND excluded.depth IS NOT NULL)
+        THEN excluded.discovered_occurrences ELSE u.discovered_occurrences END,
     announce_state = GREATEST(u.announce_state, excluded.announce_state)
 WHERE excluded.depth < u.depth
    OR (u.depth IS NULL AND excluded.depth IS NOT NULL)
@@ -280,7 +283,7 @@ class LinkStore:
             return merged
         await staging.copy_rows(conn, staging.TARGETS, (
             (t.ref.host_id, t.ref.fp, t.ref.url, t.depth, t.discovered_from.host_id, t.discovered_from.fp,
-             1 if t.followable else 0) for t in merged))
+             1 if t.followable else 0, t.occurrences) for t in merged))
         cur = await conn.execute(_MERGE_TARGETS)
         await self._budget.count(conn, [(host, n) for host, n in await cur.fetchall()])
         return merged

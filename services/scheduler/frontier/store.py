@@ -55,6 +55,7 @@ class NewUrl:
     discovered_from: str = ""  # the page it was found on, when known: credited to a crawl goal
     path_key: str = ""  # the linkbase's trap signal: the URL's path and that path's penalty
     path_penalty: float = 0.0
+    occurrences: int = 1  # times the page it was found on links it (see UNANNOUNCED_PRIORITY)
 
 
 @dataclass(frozen=True)
@@ -215,9 +216,12 @@ RELEASE_HOSTS = (
 
 UNANNOUNCED_PRIORITY = 1e-12
 """The priority of a URL at depth 0 whose cash the importance service has not announced yet, shared by
-``1 + depth`` below it: far under any announced cash (100 credits over the whole crawl), so it only
-orders URLs with no cash yet, shallow first (breadth-first until AOPIC speaks: a host's next request is
-often handed out before its new pages' cash is announced)."""
+``1 + depth`` below it and multiplied by the times the page it was found on links it: far under any
+announced cash (100 credits over the whole crawl), so it only orders URLs with no cash yet, shallow
+first and, among one page's new links, as AOPIC will share that page's cash (breadth-first until AOPIC
+speaks: a host's next request is often handed out before its new pages' cash is announced, and a new
+site's home page passes on its first cash only once the virtual page has paid it, a second or more
+after its fetch)."""
 
 
 class FrontierStore:
@@ -260,9 +264,9 @@ class FrontierStore:
                 "INSERT INTO scheduler.frontier AS f"
                 "   (url_fp, url, host, status, depth, source, path_key, path_penalty, next_fetch_at, priority)"
                 " SELECT fp, url, host, 'queued', depth, source, NULLIF(path, ''), penalty, %s::timestamptz,"
-                "   %s::float8 * (1 - penalty) / (1 + greatest(depth, 0))"
-                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[])"
-                "   AS t(fp, url, host, depth, source, path, penalty)"
+                "   %s::float8 * occurrences * (1 - penalty) / (1 + greatest(depth, 0))"
+                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], %s::float8[],"
+                "   %s::int[]) AS t(fp, url, host, depth, source, path, penalty, occurrences)"
                 " ORDER BY fp"
                 " ON CONFLICT (url_fp) DO UPDATE SET status = 'queued', depth = excluded.depth,"
                 "   source = excluded.source, discovered_at = now(), path_key = excluded.path_key,"
@@ -281,6 +285,7 @@ class FrontierStore:
                     [r.source for r in rows],
                     [r.path_key for r in rows],
                     [r.path_penalty for r in rows],
+                    [r.occurrences for r in rows],
                 ),
             )
             admitted = {int(r[0]) for r in await cur.fetchall()}

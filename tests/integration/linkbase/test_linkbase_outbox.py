@@ -68,3 +68,29 @@ async def test_pending_discoveries_survive_a_crash_and_are_announced_once(
     assert sorted(m.url for m in announced) == sorted(f"http://a.test/{i}" for i in range(25))
     assert all(m.discovered_from == "http://a.test/" and m.depth == 1 and m.host == "a.test" for m in announced)
     assert all(m.path_key == "a.test/" and m.path_penalty == 0.0 for m in announced)
+
+
+async def test_a_discovery_says_how_many_times_its_page_links_it(
+    linkbase_db: Database, kafka_bootstrap: str, unique_name: Callable[[str], str]
+) -> None:
+    settings = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique_name("occurrences") + ".")
+    topic = settings.topic(DISCOVERED_URLS.name)
+    create_topics(kafka_bootstrap, [(topic, DISCOVERED_URLS.partitions)])
+    links = [
+        pb.Link(url="http://b.test/menu-and-text", link_class=pb.LINK_CLASS_INTERNAL, occurrences=2),
+        pb.Link(url="http://b.test/once", link_class=pb.LINK_CLASS_INTERNAL),
+        pb.Link(url="http://b.test/twice", link_class=pb.LINK_CLASS_INTERNAL),  # two hrefs, one URL
+        pb.Link(url="http://B.test:80/twice", link_class=pb.LINK_CLASS_INTERNAL),
+    ]
+    record: Record[Any] = Record(PAGE_LINKS, 0, 0, "", pb.PageLinks(url="http://b.test/", links=links), 0, None, None)
+    await LinkStore(linkbase_db).write(build_batch([record]))
+    producer = TopicProducer(settings, "linkbase-test")
+    await producer.start()
+    try:
+        publisher = DiscoveryPublisher(linkbase_db, producer, interval=60.0, chunk=100, traps=TrapPolicy(10, 0.5, 0.9))
+        assert await publisher.publish_pending() == 3
+    finally:
+        await producer.stop()
+    announced = await asyncio.to_thread(_read_all, kafka_bootstrap, topic, 3, 3.0)
+    assert {m.url: m.occurrences for m in announced} == {
+        "http://b.test/menu-and-text": 2, "http://b.test/once": 1, "http://b.test/twice": 2}

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from libs.common.urls import InvalidUrl, url_fingerprint
 from libs.common.wire import messages as pb
 from services.linkbase.rows import (
+    MAX_OCCURRENCES,
     LinkRow,
     OutcomeRow,
     UrlRef,
@@ -70,6 +71,20 @@ def test_targets_are_sorted_by_primary_key() -> None:
     links = [_link(1, f"http://h{i % 3}.test/{i}") for i in range(20)]
     keys = [t.ref.key for t in targets_of(links, {SOURCES[1].fp: 0})]
     assert keys == sorted(keys)
+
+
+def test_a_target_keeps_how_many_times_the_page_it_was_discovered_from_links_it() -> None:
+    links = [_link(1, "http://a.test/x")._replace(occurrences=3), _link(2, "http://a.test/x"),
+             _link(2, "http://a.test/y")._replace(occurrences=2)]
+    targets = {t.ref.url: t for t in targets_of(links, {SOURCES[1].fp: 5, SOURCES[2].fp: 2})}
+    assert targets["http://a.test/x"].occurrences == 1  # discovered from source 2 (shallower), which links it once
+    assert targets["http://a.test/y"].occurrences == 2
+
+
+def test_two_links_of_one_page_to_one_url_add_their_occurrences() -> None:
+    merged = merge_links(_link(1, "http://a.test/x")._replace(occurrences=2), _link(1, "http://a.test/x"))
+    assert merged.occurrences == 3
+    assert merge_links(merged._replace(occurrences=MAX_OCCURRENCES), merged).occurrences == MAX_OCCURRENCES
 
 
 def test_merge_links_keeps_first_anchor_and_follows_if_either_does() -> None:

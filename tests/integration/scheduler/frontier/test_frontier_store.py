@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -183,6 +184,18 @@ async def test_urls_with_no_cash_announced_go_shallowest_first_and_after_any_wit
     await frontier.set_priorities([priority(f"http://{host}/rich", 1e-6)])
     (sent,) = await frontier.dispatch(10, ALL)
     assert sent.url == f"http://{host}/rich"  # any announced cash outweighs the depth order
+
+
+async def test_a_pages_new_links_with_no_cash_go_most_repeated_first(frontier: FrontierStore) -> None:
+    (host,) = hosts_in_distinct_partitions(1)
+    times = {f"http://{host}/once": 1, f"http://{host}/menu-and-text": 2, f"http://{host}/three": 3}
+    await frontier.add_urls([replace(new_url(u, depth=1), occurrences=n) for u, n in times.items()])
+    order = []
+    for _ in times:
+        (sent,) = await frontier.dispatch(10, ALL)
+        order.append(times[sent.url])
+        await frontier.apply_outcomes([outcome(sent, pb.FETCH_STATUS_OK)], 3, 60.0)
+    assert order == [3, 2, 1]  # as AOPIC will share the page's cash, before it is announced
 
 
 async def test_dispatch_respects_room(frontier: FrontierStore) -> None:

@@ -600,6 +600,7 @@ class DiscoveredUrl(_message.Message):
     SOURCE_FIELD_NUMBER: _builtins.int
     PATH_KEY_FIELD_NUMBER: _builtins.int
     PATH_PENALTY_FIELD_NUMBER: _builtins.int
+    OCCURRENCES_FIELD_NUMBER: _builtins.int
     url: _builtins.str
     host: _builtins.str
     depth: _builtins.int
@@ -612,6 +613,11 @@ class DiscoveredUrl(_message.Message):
     (0 = none; the scheduler multiplies the priority of the path's URLs by 1 - path_penalty).
     """
     path_penalty: _builtins.float
+    occurrences: _builtins.int
+    """Times the page it was discovered from links it (0: unknown, as for a seed): until the
+    importance service announces the URL's cash, the frontier orders a page's new links by it,
+    as AOPIC will share that page's cash.
+    """
     def __init__(
         self,
         *,
@@ -623,10 +629,11 @@ class DiscoveredUrl(_message.Message):
         source: Global___DiscoverySource.ValueType = ...,
         path_key: _builtins.str = ...,
         path_penalty: _builtins.float = ...,
+        occurrences: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "discovered_at_ms", b"discovered_at_ms", "discovered_from", b"discovered_from", "host", b"host", "path_key", b"path_key", "path_penalty", b"path_penalty", "source", b"source", "url", b"url"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["depth", b"depth", "discovered_at_ms", b"discovered_at_ms", "discovered_from", b"discovered_from", "host", b"host", "occurrences", b"occurrences", "path_key", b"path_key", "path_penalty", b"path_penalty", "source", b"source", "url", b"url"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
