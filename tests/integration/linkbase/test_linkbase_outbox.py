@@ -40,12 +40,18 @@ def _read_all(bootstrap: str, topic: str, expected: int, timeout: float) -> list
     return seen
 
 
+def _discoveries_topic(bootstrap: str, prefix: str) -> tuple[KafkaSettings, str]:
+    """Settings with their own topic prefix, and their discovered-URLs topic, created."""
+    settings = KafkaSettings(bootstrap=bootstrap, topic_prefix=prefix + ".")
+    topic = settings.topic(DISCOVERED_URLS.name)
+    create_topics(bootstrap, [(topic, DISCOVERED_URLS.partitions)])
+    return settings, topic
+
+
 async def test_pending_discoveries_survive_a_crash_and_are_announced_once(
     linkbase_db: Database, kafka_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
-    settings = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique_name("outbox") + ".")
-    topic = settings.topic(DISCOVERED_URLS.name)
-    create_topics(kafka_bootstrap, [(topic, DISCOVERED_URLS.partitions)])
+    settings, topic = _discoveries_topic(kafka_bootstrap, unique_name("outbox"))
     links = [pb.Link(url=f"http://a.test/{i}", link_class=pb.LINK_CLASS_INTERNAL) for i in range(25)]
     record: Record[Any] = Record(PAGE_LINKS, 0, 0, "", pb.PageLinks(url="http://a.test/", links=links), 0, None, None)
     # The batch commits, then the process "dies" before publishing: 25 URLs stay pending.
@@ -73,9 +79,7 @@ async def test_pending_discoveries_survive_a_crash_and_are_announced_once(
 async def test_a_discovery_says_how_many_times_its_page_links_it(
     linkbase_db: Database, kafka_bootstrap: str, unique_name: Callable[[str], str]
 ) -> None:
-    settings = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique_name("occurrences") + ".")
-    topic = settings.topic(DISCOVERED_URLS.name)
-    create_topics(kafka_bootstrap, [(topic, DISCOVERED_URLS.partitions)])
+    settings, topic = _discoveries_topic(kafka_bootstrap, unique_name("occurrences"))
     links = [
         pb.Link(url="http://b.test/menu-and-text", link_class=pb.LINK_CLASS_INTERNAL, occurrences=2),
         pb.Link(url="http://b.test/once", link_class=pb.LINK_CLASS_INTERNAL),
