@@ -39,7 +39,8 @@ async def test_the_scheduler_hands_over_batches_after_its_consumer_wait(
     env = _env(kafka_bootstrap, fresh_db, unique_name("t") + ".")
     assert _consumer(await build_scheduler(env)).batch_wait == 0.02  # the default
     assert _consumer(await build_scheduler({**env, "TRAWL_SCHEDULER_CONSUMER_WAIT": "0.07"})).batch_wait == 0.07
-    assert _consumer(await build_extractor(env)).batch_wait is None  # a full batch or the poll timeout
+    assert _consumer(await build_extractor(env)).batch_wait == 0.2  # the poll timeout: a full batch or that long
+    assert _consumer(await build_extractor({**env, "TRAWL_KAFKA_BATCH_WAIT_MS": "30"})).batch_wait == 0.03
 
 
 @pytest.mark.parametrize(("factory", "expected"), [
