@@ -19,6 +19,10 @@ from itertools import repeat
 from libs.common.url_keys import normalized_fingerprint, normalized_fingerprints
 from libs.common.wire import messages as pb
 
+MAX_COUNTED_OCCURRENCES = 100
+"""The most occurrences of one link on one page that anything downstream keeps or trusts (the link base's
+count, a discovered URL's ``occurrences``): a page repeating a link thousands of times counts this."""
+
 
 def _from_links(msg: pb.PageLinks) -> tuple[list[int], list[str], list[bool], list[int]]:
     if msg.nofollow:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from libs.common.errors import PoisonMessage
+from libs.common.followed_links import MAX_COUNTED_OCCURRENCES
 from libs.common.kafka.consumer import Record
 from libs.common.topics import DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES, PAGE_LINKS
 from libs.common.urls import InvalidUrl, normalize_url, registered_domain
@@ -20,7 +21,6 @@ from services.linkbase.rows import (
     ANCHOR_LIMIT,
     CONTEXT_LIMIT,
     HREF_LIMIT,
-    MAX_OCCURRENCES,
     TEXT_LIMIT,
     BadLinkRow,
     DocumentRow,
@@ -164,7 +164,7 @@ class LinkbaseBatch:
             context = link.context
             row = LinkRow(page, target, anchor, link_class, nofollow, not (page_nofollow or nofollow),
                           clean_text(context, CONTEXT_LIMIT) if context else "",
-                          min(max(1, link.occurrences), MAX_OCCURRENCES))
+                          min(max(1, link.occurrences), MAX_COUNTED_OCCURRENCES))
             seen = links.get(target.fp)
             links[target.fp] = row if seen is None else merge_links(seen, row)
         self.pages[page.fp] = _Page(PageRow(page, max(0, msg.depth), msg.fetched_at_ms), links, bad)

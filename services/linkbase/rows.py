@@ -16,6 +16,7 @@ from typing import NamedTuple
 import mmh3
 
 from libs.common.errors import PoisonMessage
+from libs.common.followed_links import MAX_COUNTED_OCCURRENCES
 from libs.common.url_keys import UrlKind, normalized_fingerprint, normalized_host, url_kind
 from libs.common.urls import InvalidUrl, host_if_normal, normalize_url
 from libs.common.wire import messages as pb
@@ -110,10 +111,6 @@ class PageRow:
     ref: UrlRef
     depth: int
     fetched_at_ms: int
-
-
-MAX_OCCURRENCES = 100
-"""Occurrences of one link on one page counted at most (a page repeating a link thousands of times counts this)."""
 
 
 class LinkRow(NamedTuple):
@@ -211,7 +208,7 @@ def merge_links(old: LinkRow, new: LinkRow) -> LinkRow:
         old.nofollow and new.nofollow,
         old.followable or new.followable,
         old.context or new.context,
-        min(old.occurrences + new.occurrences, MAX_OCCURRENCES),
+        min(old.occurrences + new.occurrences, MAX_COUNTED_OCCURRENCES),
     )
 
 

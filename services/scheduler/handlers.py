@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from libs.common.errors import PoisonMessage
+from libs.common.followed_links import MAX_COUNTED_OCCURRENCES
 from libs.common.kafka.consumer import Record, TopicHandler
 from libs.common.topics import DISCOVERED_URLS, FETCH_OUTCOMES, IMPORTANCE_UPDATES, PAGE_LINK_COUNTS
 from libs.common.url_keys import normalized_fingerprint, normalized_host
@@ -31,8 +32,6 @@ _SOURCES = {
 # The linkbase's trap penalty multiplies priorities by 1 - penalty; kept below 1 so that a
 # penalty can be replaced later (see frontier/store.py, _reweigh_paths).
 MAX_PATH_PENALTY = 0.99
-MAX_OCCURRENCES = 100
-"""Occurrences a discovered URL counts at most (the linkbase caps them too; a message is not trusted)."""
 _MAX_VALIDATOR = 1024  # the fetcher keeps no longer ETag; a bound on what a row keeps all the same (longer: none)
 
 
@@ -93,7 +92,7 @@ class SchedulerHandler:
             new.append(NewUrl(fp, url, host, max(0, msg.depth), _SOURCES.get(msg.source, "link"),
                               discovered_from=msg.discovered_from, path_key=msg.path_key[:300],
                               path_penalty=min(max(msg.path_penalty, 0.0), MAX_PATH_PENALTY),
-                              occurrences=min(max(msg.occurrences, 1), MAX_OCCURRENCES)))
+                              occurrences=min(max(msg.occurrences, 1), MAX_COUNTED_OCCURRENCES)))
         if new:
             await self._store.add_urls(new)
             self._on_change()  # URLs queued: dispatch now, not at the next tick

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from libs.common.followed_links import MAX_COUNTED_OCCURRENCES
 from libs.common.urls import InvalidUrl, url_fingerprint
 from libs.common.wire import messages as pb
 from services.linkbase.rows import (
-    MAX_OCCURRENCES,
     LinkRow,
     OutcomeRow,
     UrlRef,
@@ -84,7 +84,8 @@ def test_a_target_keeps_how_many_times_the_page_it_was_discovered_from_links_it(
 def test_two_links_of_one_page_to_one_url_add_their_occurrences() -> None:
     merged = merge_links(_link(1, "http://a.test/x")._replace(occurrences=2), _link(1, "http://a.test/x"))
     assert merged.occurrences == 3
-    assert merge_links(merged._replace(occurrences=MAX_OCCURRENCES), merged).occurrences == MAX_OCCURRENCES
+    capped = merge_links(merged._replace(occurrences=MAX_COUNTED_OCCURRENCES), merged)
+    assert capped.occurrences == MAX_COUNTED_OCCURRENCES
 
 
 def test_merge_links_keeps_first_anchor_and_follows_if_either_does() -> None:
