@@ -11,11 +11,12 @@ import heapq
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Clock", "FakeClock", "SystemClock"]
+__all__ = ["Clock", "FakeClock", "SystemClock", "from_unix_ms", "to_unix_ms"]
 
 # Event-loop turns the fake clock lets pass before it decides that every task
 # is blocked and moves time to the next deadline. Chains of wake-ups (a
@@ -33,6 +34,16 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None:
         """Return once ``now()`` has advanced by at least ``seconds``."""
         ...
+
+
+def from_unix_ms(clock: Clock, unix_ms: float, wall: Callable[[], float] = time.time) -> float:
+    """The time on ``clock`` of ``unix_ms`` (a time another process sent, in Unix milliseconds)."""
+    return clock.now() + (unix_ms / 1000.0 - wall())
+
+
+def to_unix_ms(clock: Clock, clock_time: float, wall: Callable[[], float] = time.time) -> int:
+    """``clock_time``, a time on ``clock``, in Unix milliseconds (to send to another process)."""
+    return int((wall() + (clock_time - clock.now())) * 1000)
 
 
 class SystemClock:

@@ -29,7 +29,7 @@ from libs.common.kafka.consumer import Record
 from libs.common.kafka.producer import TopicProducer
 from libs.common.topics import FETCH_OUTCOMES, FETCH_REQUESTS, FETCH_RESULTS
 from libs.common.wire import messages as pb
-from services.fetcher.clock import Clock
+from services.fetcher.clock import Clock, from_unix_ms, to_unix_ms
 from services.fetcher.fetch_core import FetchAttempt, FetchCore
 from services.fetcher.http.http_response import HttpResponse
 from services.fetcher.http.revisit_validators import Validators
@@ -130,9 +130,6 @@ class FetchWorker:
         HOSTS_IN_FLIGHT.set(len(self._hosts))
         HOST_IN_FLIGHT_MAX.set(max(self._hosts.values(), default=0))
 
-    def _wall_ms(self, clock_time: float) -> int:
-        return int((time.time() + (clock_time - self._clock.now())) * 1000)
-
     async def __call__(self, records: Sequence[Record[pb.FetchRequest]]) -> None:
         for record in records:
             await self.handle_record(record)
@@ -166,7 +163,7 @@ class FetchWorker:
         if not request.url or not request.request_id:
             raise PoisonMessage("fetch request without url or request id")
         if request.host_not_before_ms > 0:
-            not_before = self._clock.now() + (request.host_not_before_ms / 1000.0 - time.time())
+            not_before = from_unix_ms(self._clock, request.host_not_before_ms)
             self._core.take_key(await self._core.politeness_key(request.host), not_before)
         self._finished(request, await self._fetch(request))
 
@@ -229,7 +226,7 @@ class FetchWorker:
                 final_url=response.final_url if response else "",
                 attempt=request.attempt,
                 body_size=len(response.body) if response else 0,
-                host_next_allowed_at_ms=self._wall_ms(attempt.host_next_allowed_at),
+                host_next_allowed_at_ms=to_unix_ms(self._clock, attempt.host_next_allowed_at),
                 etag=validators.etag if validators else "",
                 last_modified=validators.last_modified if validators else "",
             ),

@@ -139,7 +139,7 @@ class ImportanceHandler:
                 now_ms = int(time.time() * 1000)
                 for state in states:
                     state.shard.replay(now_ms / 1000.0)
-                for state in await owned.deliver_locally(states, now_ms):
+                for state in await owned.deliver_locally(states):
                     if state.partition not in touched:
                         touched[state.partition] = state
                         state.shard.replay(now_ms / 1000.0)

@@ -28,12 +28,11 @@ from dataclasses import dataclass, field
 from prometheus_client import Counter, Gauge
 
 from libs.common.kafka.producer import TopicProducer
-from libs.common.wire import messages as pb
 from services.importance.cash_store import CashStore, Commit, Fenced, OutboxRow, Published
 from services.importance.engine import OpicConfig, OpicEngine
 from services.importance.shard import Shard
 from services.importance.state_codec import encode_delta, encode_snapshot
-from services.importance.transfers import outbox_rows, transfer_lists
+from services.importance.transfers import outbox_rows
 from services.importance.updates import UPDATES_PER_MESSAGE, encode_update, encode_updates, update_tail
 
 log = logging.getLogger(__name__)
@@ -41,7 +40,8 @@ log = logging.getLogger(__name__)
 CONVERGENCE = Gauge("trawl_importance_convergence", "OPIC error bound 1/|H| (lower is better).")
 DELIVERED_LOCALLY = Counter(
     "trawl_importance_transfers_delivered_locally_total",
-    "Cash transfers applied at once to a partition the same instance owns (committed with their batch, never sent).",
+    "Cash transfers applied at once to a partition the same instance owns (committed with their batch, never sent):"
+    " one per source, destination and batch.",
 )
 
 
@@ -57,8 +57,6 @@ class PartitionState:
     acknowledged: dict[int, int] = field(default_factory=dict)
     changelog_bytes: int = 0
     changed_at: float = 0.0
-    prepared: tuple[list[int], list[OutboxRow]] | None = None
-    """The batch's transfers to other owners (and the send sequences after them), once ``deliver_locally`` ran."""
 
     @property
     def partition(self) -> int:
@@ -161,32 +159,30 @@ class OwnedPartitions:
         return state
 
     # committing --------------------------------------------------------------------------
-    async def deliver_locally(self, states: Sequence[PartitionState], now_ms: int) -> list[PartitionState]:
+    async def deliver_locally(self, states: Sequence[PartitionState]) -> list[PartitionState]:
         """Applies at once the batch's transfers to partitions this instance owns; returns those it changed.
 
-        A transfer ``states`` created for a partition owned here is applied to that partition's state
-        in memory, when it is the next one the destination expects from its source, and the two are
-        committed together (one transaction): its cash is announced with this batch instead of a
-        topic hop and a batch later, and it never enters the outbox. Every other transfer is
-        written to the outbox and sent as usual (``commit``).
+        The shares ``states`` collected for a partition owned here go straight into that partition's
+        state in memory, when they are the next transfer the destination expects from its source, and
+        the two are committed together (one transaction): their cash is announced with this batch
+        instead of a topic hop and a batch later, and they never enter the outbox. Shares for other
+        owners stay to be written to the outbox and sent (``commit``). Sequences advance in memory
+        only: a batch that fails drops every partition it changed, which loads the committed state.
         """
         changed: dict[int, PartitionState] = {}
         try:
             for state in states:
-                sent_seq = list(state.sent_seq)
-                rows = outbox_rows(state.partition, state.shard.take_outgoing(), sent_seq, now_ms)
-                kept: list[OutboxRow] = []
-                for row in rows:
-                    destination = await self._held(row.destination)
-                    if destination is None or destination.received_seq[state.partition] != row.sequence - 1:
-                        kept.append(row)
-                        continue
-                    message = pb.CashTransfer.FromString(row.payload)
-                    destination.received_seq[state.partition] = row.sequence
-                    destination.shard.receive(*transfer_lists(message, row.payload))
-                    changed[destination.partition] = destination
+                source, outgoing = state.partition, state.shard.outgoing
+                for number in sorted(outgoing):
+                    destination = await self._held(number)
+                    if destination is None or destination.received_seq[source] != state.sent_seq[number]:
+                        continue  # an earlier transfer to it is still on its way: this one follows it
+                    shares = outgoing.pop(number)
+                    state.sent_seq[number] += 1
+                    destination.received_seq[source] = state.sent_seq[number]
+                    destination.shard.receive(shares.keys, shares.urls, shares.cash)
+                    changed[number] = destination
                     DELIVERED_LOCALLY.inc()
-                state.prepared = (sent_seq, kept)
         except BaseException:
             for partition in changed:  # changed in memory only: the next use loads the committed state
                 self.drop(partition)
@@ -221,9 +217,8 @@ class OwnedPartitions:
         commits: list[tuple[PartitionState, Commit, list[OutboxRow]]] = []
         for state in states:
             engine = state.engine
-            sent_seq, rows = (list(state.sent_seq), []) if state.prepared is None else state.prepared
-            state.prepared = None
-            rows = rows + outbox_rows(state.partition, state.shard.take_outgoing(), sent_seq, now_ms)
+            sent_seq = list(state.sent_seq)
+            rows = outbox_rows(state.partition, state.shard.take_outgoing(), sent_seq, now_ms)
             delta = encode_delta(engine, state.hosts_saved)
             commit = Commit(state.partition, state.version, engine.totals, dict(state.applied),
                             list(state.received_seq), sent_seq, delta, rows, dict(state.acknowledged))

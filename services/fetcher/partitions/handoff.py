@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from libs.common.kafka.consumer import Record
-from services.fetcher.clock import Clock
+from services.fetcher.clock import Clock, from_unix_ms, to_unix_ms
 from services.fetcher.fetch_core import FetchCore
 from services.fetcher.partitions.finished_requests import FinishedRequests
 
@@ -149,7 +149,7 @@ class Handoff:
             not_before, last_fetch_end = part.assigned_at + self._handoff_delay, part.assigned_at
         stamp = int(request.host_not_before_ms)
         if stamp > 0:
-            stamped = self._clock.now() + (stamp / 1000.0 - self._wall())
+            stamped = from_unix_ms(self._clock, stamp, self._wall)
             not_before = stamped if not_before is None else max(not_before, stamped)
         self._core.take_key(key, not_before, last_fetch_end)
         return True
@@ -187,4 +187,4 @@ class Handoff:
 
     def stamp_ms(self, host: str) -> int:
         """The host's next allowed time as Unix milliseconds, for a request handed on."""
-        return int((self._wall() + max(0.0, self._core.next_allowed_at(host) - self._clock.now())) * 1000)
+        return to_unix_ms(self._clock, max(self._clock.now(), self._core.next_allowed_at(host)), self._wall)
