@@ -65,9 +65,10 @@ class ImportanceCrawl:
         seeds = self.graph.seeds
         for s in seeds:
             shard = self.shards[self.owner[s]]
-            slot = shard.page(self.keys[s], self.graph.labels[s])
             if self.seeded:
-                shard.engine.endow(slot, TOTAL_CASH / len(seeds))
+                shard.engine.endow(shard.page(self.keys[s], self.graph.labels[s]), TOTAL_CASH / len(seeds))
+            else:
+                shard.seed(self.keys[s], self.graph.labels[s])  # as the service learns of seeds (trawl.seeds)
         for shard in self.shards:
             shard.engine.distribute()
 

@@ -111,6 +111,16 @@ CASH_TRANSFERS = Topic(
         "same partition count and one consumer owns the same partition number of both."
     ),
 )
+SEEDS = Topic(
+    "trawl.seeds",
+    pb.Seed,
+    key="URL fingerprint of the seed",
+    why=(
+        "Keyed like page links, so that the importance partition which will own a seeded page knows "
+        "it before its first crawl and its virtual page pays it, as AOPIC starts from its seeds; "
+        "same partition count as page links, one consumer owns the same partition number of both."
+    ),
+)
 DEAD_LETTERS = Topic(
     "trawl.dead-letters",
     pb.DeadLetter,
@@ -130,6 +140,7 @@ ALL_TOPICS: tuple[Topic, ...] = (
     DISCOVERED_URLS,
     IMPORTANCE_UPDATES,
     CASH_TRANSFERS,
+    SEEDS,
     DEAD_LETTERS,
 )
 
@@ -141,7 +152,7 @@ INPUTS: dict[str, tuple[Topic, ...]] = {
     "extractor": (FETCH_RESULTS,),
     "dedup": (DOCUMENTS,),
     "linkbase": (PAGE_LINKS, DOCUMENTS, DUPLICATE_VERDICTS, FETCH_OUTCOMES),
-    "importance": (PAGE_LINKS, CASH_TRANSFERS),
+    "importance": (SEEDS, PAGE_LINKS, CASH_TRANSFERS),
 }
 """What each service consumes, in the order its consumer hands a poll's records over (the scheduler admits
 new URLs before the priorities that may name them, then outcomes, then link counts). A service's consumer

@@ -35,7 +35,7 @@ from libs.common.followed_links import followed
 from libs.common.kafka.consumer import Record, TopicHandler
 from libs.common.kafka.partitioner import fingerprint_partitions
 from libs.common.kafka.stored_offsets import applied_offset, record_applied
-from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS
+from libs.common.topics import CASH_TRANSFERS, PAGE_LINKS, SEEDS
 from libs.common.url_keys import key_text, normalized_fingerprint
 from libs.common.urls import InvalidUrl, normalize_url
 from libs.common.wire import messages as pb
@@ -68,6 +68,8 @@ R = TypeVar("R", bound=Record[Any])
 
 _Visit = tuple[int, str, list[int], list[str]]
 """A crawled page's fingerprint and URL, and its followed links' fingerprints and URLs."""
+_Seed = tuple[str, int]
+"""A seeded page's URL and fingerprint."""
 
 
 class ImportanceHandler:
@@ -80,13 +82,20 @@ class ImportanceHandler:
 
     def topic_handlers(self) -> list[TopicHandler[Any]]:
         """What the consumer hands each input topic's records to."""
-        return [TopicHandler(PAGE_LINKS, self.page_links), TopicHandler(CASH_TRANSFERS, self.cash_transfers)]
+        return [TopicHandler(SEEDS, self.seeds), TopicHandler(PAGE_LINKS, self.page_links),
+                TopicHandler(CASH_TRANSFERS, self.cash_transfers)]
+
+    async def seeds(self, records: Sequence[Record[pb.Seed]]) -> None:
+        """Adds seeded pages before their first crawl (``Shard.seed``)."""
+        async with self._partitions.lock:
+            with collector_paused():
+                await self._apply([(record, page_key(record.value.url, record.key)) for record in self._owned(records)])
 
     async def page_links(self, records: Sequence[Record[pb.PageLinks]]) -> None:
         """Applies crawled pages: each passes its cash on along its followed links."""
         async with self._partitions.lock:
             with collector_paused():
-                plan: list[tuple[Record[Any], _Visit | None]] = []
+                plan: list[tuple[Record[Any], _Visit | _Seed | None]] = []
                 for record in self._owned(records):
                     msg = record.value
                     url, fp = page_key(msg.url, record.key)
@@ -110,9 +119,10 @@ class ImportanceHandler:
         owned.drop_unowned()
         return [record for record in records if owned.owns(record.partition)]
 
-    async def _apply(self, plan: list[tuple[Record[Any], _Visit | None]]) -> None:
+    async def _apply(self, plan: list[tuple[Record[Any], _Visit | _Seed | None]]) -> None:
         owned = self._partitions
-        parts = fingerprint_partitions([k for _, v in plan if v is not None for k in v[2]], owned.partitions)
+        parts = fingerprint_partitions([k for _, v in plan if v is not None and len(v) == 4 for k in v[2]],
+                                       owned.partitions)
         at_part = 0
         touched: dict[int, PartitionState] = {}
         try:
@@ -120,12 +130,14 @@ class ImportanceHandler:
                 state = await owned.get(record.partition)
                 topic = record.topic.name
                 if record.offset < applied_offset(state.applied, topic, record.incarnation):
-                    if visit is not None:
+                    if visit is not None and len(visit) == 4:
                         at_part += len(visit[2])
                     continue  # applied before a crash or a rebalance
                 record_applied(state.applied, topic, record.incarnation, record.offset + 1)
                 touched[record.partition] = state
-                if visit is not None:
+                if visit is not None and len(visit) == 2:
+                    state.shard.seed(visit[1], visit[0])
+                elif visit is not None:
                     fp, url, keys, urls = visit
                     at = (record.value.fetched_at_ms or record.timestamp_ms) / 1000.0
                     end = at_part + len(keys)

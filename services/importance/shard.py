@@ -92,6 +92,8 @@ class Shard:
         self._sources: list[Sequence[str]] = []
         self._visited: set[int] = set()
         """Slots visited since the last announcements: always announced."""
+        self._seeded: dict[int, str] = {}
+        """Seeded pages since the last announcements (slot -> URL): announced once the virtual page paid them."""
         self._credit = 0.0
         """Replays earned by crawls and not made yet."""
         self._heap: list[tuple[float, int]] = []
@@ -108,6 +110,17 @@ class Shard:
         if s is None:
             s = self.engine.add(key, normalized_host(url), url_kind(url), url)
         return s
+
+    def seed(self, key: int, url: str) -> None:
+        """A page an operator seeded, known before its first crawl (added if new).
+
+        The virtual page pays it from the next distribution on, as AOPIC's start pages are paid
+        (with only seeds known, the cash of the start goes to them alike), so its first crawl has
+        cash to pass on to its links. It is announced with the batch once it has cash: a seed added
+        late in a crawl may have none yet, and an announced zero would rank it below every URL whose
+        cash was never announced.
+        """
+        self._seeded[self.page(key, url)] = url
 
     def visit(self, key: int, url: str, target_keys: Sequence[int], target_urls: Sequence[str], owners: Sequence[int],
               at: float) -> None:
@@ -304,6 +317,12 @@ class Shard:
         if engine.config.replays_per_visit:
             self._note_changed()
         touched, self._touched = self._touched, {}
+        if self._seeded:
+            engine.distribute()  # seeds alone in a batch: nothing else paid the virtual page out
+            for s, seeded in self._seeded.items():
+                if engine.effective_cash(s) > 0.0:
+                    touched.setdefault(s, seeded)
+            self._seeded = {}
         visited, self._visited = self._visited, set()
         for s in engine.due():
             url = engine.site_urls.get(s)

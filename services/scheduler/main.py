@@ -17,6 +17,7 @@ from libs.common.service import RuntimeSettings, Service, run_service
 from libs.common.settings import load_settings
 from libs.common.topics import DISCOVERED_URLS, FETCH_REQUESTS
 from services.scheduler.admin.api import SERVICE_NAME, AdminApi, AdminState, registrar
+from services.scheduler.admin.seed_announcer import SeedAnnouncer
 from services.scheduler.admin.topics import topic_stats
 from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.clock import ClockSettings, clock_from
@@ -70,12 +71,13 @@ async def build(env: Mapping[str, str]) -> Service:
     dispatcher = Dispatcher(store, producer, settings, lambda: consumer.assigned_partitions(DISCOVERED_URLS),
                             goal_sites, admin.pause,
                             policies=admin.policies, goal=admin.goal, unsent=unsent, sent=sent)
+    seed_producer = TopicProducer(kafka, "scheduler-seeds")  # its own: an admin call's flush waits for seeds only
     api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),
-                   explain=freshness.explainer.explain)
+                   explain=freshness.explainer.explain, seeds=SeedAnnouncer(seed_producer))
     server = grpc_server_from(env, runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)])
     gauges = FrontierMetrics(db, settings.lease_seconds)
     return Service("scheduler", server,
-                   [db, producer, freshness.registry, freshness.trainer, dispatcher, consumer, gauges])
+                   [db, producer, seed_producer, freshness.registry, freshness.trainer, dispatcher, consumer, gauges])
 
 
 def main() -> None:

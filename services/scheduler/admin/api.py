@@ -25,6 +25,7 @@ from libs.common.wire import admin_grpc
 from services.scheduler.admin import other_state as other
 from services.scheduler.admin.messages import goal_message, goal_spec, host_message, ms, policy_changes, policy_message
 from services.scheduler.admin.pause import PauseFlag
+from services.scheduler.admin.seed_announcer import SeedAnnouncer
 from services.scheduler.admin.store import HOST_ORDER, AdminStore
 from services.scheduler.admin.topics import TopicRow
 from services.scheduler.admin.url_report import url_report
@@ -81,9 +82,12 @@ def _host_name(raw: str) -> str:
 class AdminApi(admin_grpc.AdminServiceServicer):
     def __init__(
         self, db: Database, state: AdminState, on_change: Callable[[], None], topic_stats: TopicStats | None = None,
-        explain: Explain | None = None,
+        explain: Explain | None = None, seeds: SeedAnnouncer | None = None,
     ) -> None:
+        """``seeds`` tells the importance service of seeded URLs (``seed_announcer.py``); without it (tests of
+        other calls) it learns of them at their first crawl."""
         self._db = db
+        self._seeds = seeds
         self._state = state
         self._store = state.frontier
         self._pause = state.pause
@@ -113,9 +117,15 @@ class AdminApi(admin_grpc.AdminServiceServicer):
     async def AddSeeds(self, request: admin_pb.AddSeedsRequest, context: Context) -> admin_pb.AddSeedsResponse:
         unique, rejected = await self._normalised(list(request.urls), context)
         accepted = await self._store.add_urls(unique)
+        await self._announce(unique)
         log.info("seeds added: %s new, %s known, %s rejected", accepted, len(unique) - accepted, len(rejected))
         self._on_change()
         return admin_pb.AddSeedsResponse(accepted=accepted, already_known=len(unique) - accepted, rejected=rejected)
+
+    async def _announce(self, rows: list[NewUrl]) -> None:
+        """The importance service is told of the seeds before the dispatcher is woken for them."""
+        if self._seeds is not None:
+            await self._seeds.announce([r.url for r in rows])
 
     async def RemoveSeeds(
         self, request: admin_pb.RemoveSeedsRequest, context: Context
@@ -144,6 +154,7 @@ class AdminApi(admin_grpc.AdminServiceServicer):
         hosts = sorted({r.host for r in unique})
         await self._state.policies.add_sites(hosts)
         accepted = await self._store.add_urls(unique)
+        await self._announce(unique)
         log.info("sites added: %s", ", ".join(hosts))
         self._on_change()
         return admin_pb.AddCrawlSitesResponse(hosts=hosts, urls_accepted=accepted, rejected=rejected)

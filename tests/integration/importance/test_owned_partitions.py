@@ -24,7 +24,7 @@ from libs.common.kafka.consumer import Record
 from libs.common.kafka.partitioner import fingerprint_partition
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
-from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES, PAGE_LINKS
+from libs.common.topics import CASH_TRANSFERS, IMPORTANCE_UPDATES, PAGE_LINKS, SEEDS
 from libs.common.url_keys import UrlKind, key_text, normalized_fingerprint, url_kind
 from libs.common.wire import messages as pb
 from libs.localinfra import create_topics
@@ -371,3 +371,44 @@ async def test_a_transfer_to_a_partition_owned_here_is_applied_and_announced_wit
         assert [r.value.source_partition for r in sent] == [part]
         assert result.in_flight == pytest.approx(math.fsum(sent[0].value.cash), rel=1e-9) and result.in_flight > 0
         assert OCC_B not in announced and OCC_C not in announced
+
+
+def _same_partition_as(url: str) -> str:
+    part = fingerprint_partition(normalized_fingerprint(url), PARTITIONS)
+    return next(u for u in (f"http://seed-{i}.example/" for i in range(1000))
+                if fingerprint_partition(normalized_fingerprint(u), PARTITIONS) == part)
+
+
+@pytest.mark.parametrize("seeded", [True, False])
+async def test_a_seed_is_paid_before_its_first_crawl_which_passes_that_cash_on(
+    env: Env, unique_name: Any, seeded: bool
+) -> None:
+    """Two seeds of one partition: the other is crawled first and links nowhere; then the page linking B and C."""
+    _owned, handler = env.make()
+    other = _same_partition_as(OCC_PAGE)
+    part = fingerprint_partition(normalized_fingerprint(OCC_PAGE), PARTITIONS)
+
+    def key(url: str) -> str:
+        return key_text(normalized_fingerprint(url))
+
+    at = 1_700_000_000_000
+    if seeded:
+        seeds = [Record(SEEDS, part, i, key(u), pb.Seed(url=u, added_at_ms=at), at, None, None)
+                 for i, u in enumerate((OCC_PAGE, other))]
+        await deliver(handler.seeds, seeds)
+        first = _updated_cash(env.kafka, unique_name("u"))
+        share = TOTAL / PARTITIONS / 2  # the only pages their partition knows: its virtual page's cash, alike
+        assert first == {OCC_PAGE: pytest.approx(share, rel=1e-12), other: pytest.approx(share, rel=1e-12)}
+        await deliver(handler.seeds, seeds[:1])  # delivered again: applied once
+    lone = pb.PageLinks(url=other, host=other.split("/")[2], fetched_at_ms=at)
+    fill_followed(lone)
+    await deliver(handler.page_links, [Record(PAGE_LINKS, part, 0, key(other), lone, at, None, None)])
+    await deliver(handler.page_links, [Record(PAGE_LINKS, part, 1, key(OCC_PAGE), _page_twice_linking(at), at, None,
+                                              None)])
+    announced = _updated_cash(env.kafka, unique_name("u"))
+    passed_on = announced.get(OCC_B, 0.0) + announced.get(OCC_C, 0.0)
+    if seeded:  # its own cash and a share of what the other gave back to the virtual page, less the virtual share
+        assert passed_on > (1 - SETTINGS.opic_config(PARTITIONS).virtual_share) * TOTAL / PARTITIONS / 2
+    else:  # unknown until its crawl, while the first page crawled in the partition had taken the virtual page's cash
+        assert passed_on == 0.0
+    assert_conserved((await audit(env.db)).total)

@@ -11,7 +11,7 @@ from google.protobuf.message import Message
 from libs.common.kafka.consumer import Record, TopicConsumer, TopicHandler
 from libs.common.kafka.producer import TopicProducer
 from libs.common.kafka.settings import KafkaSettings
-from libs.common.topics import CASH_TRANSFERS, DOCUMENTS, PAGE_LINKS, Topic
+from libs.common.topics import CASH_TRANSFERS, DOCUMENTS, PAGE_LINKS, SEEDS, Topic
 from libs.common.wire import messages as pb
 
 KAFKA = KafkaSettings(bootstrap="127.0.0.1:1", ensure_topics=False)
@@ -65,12 +65,16 @@ def test_a_service_s_consumer_takes_its_declared_inputs_only_in_their_order() ->
     async def transfers(records: Sequence[Record[pb.CashTransfer]]) -> None:
         pass
 
+    async def seeds(records: Sequence[Record[pb.Seed]]) -> None:
+        pass
+
     def importance(handlers: Sequence[TopicHandler[Any]]) -> TopicConsumer:
         return TopicConsumer(KAFKA, service="importance", group_id="g", handlers=handlers,
                              producer=TopicProducer(KAFKA, "importance"))
 
-    importance([TopicHandler(PAGE_LINKS, links), TopicHandler(CASH_TRANSFERS, transfers)])
+    importance([TopicHandler(SEEDS, seeds), TopicHandler(PAGE_LINKS, links), TopicHandler(CASH_TRANSFERS, transfers)])
     with pytest.raises(ValueError, match="importance consumes"):
-        importance([TopicHandler(CASH_TRANSFERS, transfers), TopicHandler(PAGE_LINKS, links)])
+        importance([TopicHandler(SEEDS, seeds), TopicHandler(CASH_TRANSFERS, transfers),
+                    TopicHandler(PAGE_LINKS, links)])
     with pytest.raises(ValueError, match="importance consumes"):
-        importance([TopicHandler(PAGE_LINKS, links)])
+        importance([TopicHandler(PAGE_LINKS, links), TopicHandler(CASH_TRANSFERS, transfers)])

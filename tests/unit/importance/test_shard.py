@@ -61,6 +61,21 @@ def test_a_visited_page_is_announced_even_when_dividends_leave_it_some_cash() ->
     assert math.isclose(engine.accounted(), 100.0, rel_tol=1e-12)
 
 
+def test_seeds_are_paid_alike_by_the_virtual_page_and_announced_once_they_have_cash() -> None:
+    engine = OpicEngine(OpicConfig(weights=UNIFORM, virtual_to_all=1.0), 100.0)
+    shard = Shard(0, engine)
+    one, two, late = "http://a.example/", "http://b.example/", "http://c.example/"
+    shard.seed(1, one)
+    shard.seed(2, two)
+    assert {a.url: a.cash for a in shard.announcements()} == {one: 50.0, two: 50.0}
+    shard.seed(3, late)  # the virtual page has nothing left to pay it: an announced 0 would rank it last
+    assert shard.announcements() == []
+    shard.visit(1, one, [], [], [], 1.0)  # all of it back to the virtual page, paid to the three pages alike
+    assert {a.url: a.cash for a in shard.announcements()} == {one: pytest.approx(50 / 3)}
+    assert engine.effective_cash(engine.slots[3]) == pytest.approx(50 / 3)
+    assert math.isclose(engine.accounted(), 100.0, rel_tol=1e-12)
+
+
 def test_announcements_cover_touched_pages_and_home_pages_whose_cash_doubled() -> None:
     engine = OpicEngine(OpicConfig(weights=DiscoveryWeights(4.0, 2.0, 0.0)), 100.0)
     shard = Shard(0, engine)

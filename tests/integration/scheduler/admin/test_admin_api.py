@@ -25,6 +25,7 @@ from libs.common.wire import admin as admin_pb
 from libs.common.wire import admin_grpc
 from services.scheduler.admin.api import MAX_SEEDS_PER_CALL, SERVICE_NAME, AdminApi, AdminState, TopicStats, registrar
 from services.scheduler.admin.pause import PauseFlag
+from services.scheduler.admin.seed_announcer import SeedAnnouncer
 from services.scheduler.frontier.store import FrontierStore, Outcome
 from services.scheduler.settings import SchedulerSettings
 
@@ -42,10 +43,11 @@ async def serve_admin(
     settings: SchedulerSettings | None = None,
     topic_stats: TopicStats | None = None,
     credentials: grpc.ServerCredentials | None = None,
+    seeds: SeedAnnouncer | None = None,
 ) -> AsyncIterator[tuple[str, AdminState]]:
     """The admin API on a loopback port, guarded by ``tokens``: (its address, its stores)."""
     state = AdminState.on(db, frontier, settings or SchedulerSettings(), FETCH_REQUESTS.partitions)
-    api = AdminApi(db, state, on_change, topic_stats)
+    api = AdminApi(db, state, on_change, topic_stats, seeds=seeds)
     server = GrpcServer("127.0.0.1:0", service_names=[SERVICE_NAME], registrars=[registrar(api)],
                         interceptors=[BearerTokenInterceptor(tokens)], credentials=credentials)
     port = await server.start()

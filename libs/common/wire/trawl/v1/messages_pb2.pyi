@@ -752,6 +752,34 @@ class CashTransfer(_message.Message):
 Global___CashTransfer: _TypeAlias = CashTransfer  # noqa: Y015
 
 @_typing.final
+class Seed(_message.Message):
+    """A URL an operator seeded, for the importance service. Topic: trawl.seeds, key: the URL's
+    fingerprint (as page links), so that the partition that will own the page knows it before
+    its first crawl: the virtual page pays it, and its crawl passes that cash on to its links.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URL_FIELD_NUMBER: _builtins.int
+    ADDED_AT_MS_FIELD_NUMBER: _builtins.int
+    url: _builtins.str
+    """normalised"""
+    added_at_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        url: _builtins.str = ...,
+        added_at_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["added_at_ms", b"added_at_ms", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Seed: _TypeAlias = Seed  # noqa: Y015
+
+@_typing.final
 class FetchOutcome(_message.Message):
     """What happened to a fetch request. Topic: trawl.fetch-outcomes, key: host."""
 
