@@ -72,12 +72,14 @@ async def build(env: Mapping[str, str]) -> Service:
                             goal_sites, admin.pause,
                             policies=admin.policies, goal=admin.goal, unsent=unsent, sent=sent)
     seed_producer = TopicProducer(kafka, "scheduler-seeds")  # its own: an admin call's flush waits for seeds only
+    seeds = SeedAnnouncer(seed_producer)
     api = AdminApi(db, admin, dispatcher.wake, lambda: topic_stats(kafka.bootstrap, kafka.topic_prefix),
-                   explain=freshness.explainer.explain, seeds=SeedAnnouncer(seed_producer))
+                   explain=freshness.explainer.explain, seeds=seeds)
     server = grpc_server_from(env, runtime.grpc_address, service_names=[SERVICE_NAME], registrars=[registrar(api)])
     gauges = FrontierMetrics(db, settings.lease_seconds)
     return Service("scheduler", server,
-                   [db, producer, seed_producer, freshness.registry, freshness.trainer, dispatcher, consumer, gauges])
+                   [db, producer, seed_producer, seeds, freshness.registry, freshness.trainer, dispatcher, consumer,
+                    gauges])
 
 
 def main() -> None:

@@ -7,20 +7,24 @@ virtual page pays them (at the start of a crawl, all of its cash, the seeds alik
 crawl passes cash on to its links with the batch that applies it.
 
 The announcement is advice: a seed is accepted once the frontier holds it, and is crawled
-whether or not the announcement reaches the broker. One that does not is logged and counted
-(``trawl_scheduler_seed_announcements_failed_total``), and the seed's links get their cash as
-any page's do.
+whether or not the announcement reaches the broker. One the broker has not acknowledged within the
+timeout is logged and counted (``trawl_scheduler_seed_announcements_failed_total``), and the seed's
+links get their cash as any page's do. The producer keeps trying to deliver it meanwhile, and a
+flush in the background waits for the outcome: the producer reports itself stalled (the service
+exits to be restarted) only while messages stay unacknowledged, as for the scheduler's requests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
 
+from confluent_kafka import KafkaException
 from prometheus_client import Counter
 
-from libs.common.kafka.producer import TopicProducer
+from libs.common.kafka.producer import DeliveryFailed, TopicProducer
 from libs.common.topics import SEEDS
 from libs.common.url_keys import key_text, normalized_fingerprint
 from libs.common.wire import messages as pb
@@ -39,6 +43,17 @@ class SeedAnnouncer:
         """``timeout``: seconds to wait for the broker's acknowledgements before giving up on a call's seeds."""
         self._producer = producer
         self._timeout = timeout
+        self._settling: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        """Stops waiting for earlier seeds' acknowledgements (the producer's own stop flushes what is left)."""
+        if self._settling is not None:
+            self._settling.cancel()
+            await asyncio.gather(self._settling, return_exceptions=True)
+            self._settling = None
 
     async def announce(self, urls: Sequence[str]) -> bool:
         """Sends one ``Seed`` per normalised URL, keyed by its fingerprint, and waits for the broker; returns
@@ -54,5 +69,18 @@ class SeedAnnouncer:
             ANNOUNCE_FAILED.inc(len(urls))
             log.warning("%s seeds not announced to the importance service (%s): their links get cash later",
                         len(urls), exc)
+            if self._settling is None or self._settling.done():
+                self._settling = asyncio.create_task(self._settle(), name="seed-announcements")
             return False
         return True
+
+    async def _settle(self) -> None:
+        """Flushes until what was sent is acknowledged or has failed for good (or the producer stopped)."""
+        while True:
+            try:
+                await self._producer.flush(self._timeout)
+                return
+            except KafkaException:  # stopped
+                return
+            except DeliveryFailed:
+                await asyncio.sleep(1.0)

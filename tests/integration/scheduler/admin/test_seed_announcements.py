@@ -94,12 +94,34 @@ async def test_seeds_are_queued_when_the_broker_does_not_take_their_announcement
     producer = TopicProducer(unreachable, "scheduler-seeds-test")
     await producer.start()
     before = failed()
+    announcer = SeedAnnouncer(producer, timeout=1.0)
     try:
-        async with serve_admin(scheduler_db, frontier, seeds=SeedAnnouncer(producer, timeout=1.0)) as (address, _s):
+        async with serve_admin(scheduler_db, frontier, seeds=announcer) as (address, _s):
             with AdminClient(address, token=TOKEN) as client:
                 reply = await asyncio.to_thread(client.add_seeds, ["http://lonely.example/"])
     finally:
+        await announcer.stop()
         producer._producer = None  # dropped unflushed: no broker ever listened there
     assert reply["accepted"] == 1
     assert failed() - before == 1
     assert await frontier.status_counts() == {"queued": 1}
+
+
+async def test_seeds_acknowledged_after_the_calls_wait_do_not_leave_the_producer_stalled(
+    kafka_bootstrap: str, unique_name: Callable[[str], str],
+) -> None:
+    settings = KafkaSettings(bootstrap=kafka_bootstrap, topic_prefix=unique_name("t") + ".", stall_seconds=1.0)
+    producer = TopicProducer(settings, "scheduler-seeds-test")
+    await producer.start()
+    announcer = SeedAnnouncer(producer, timeout=0.0001)  # gives up before any broker could answer
+    before = failed()
+    try:
+        assert not await announcer.announce(["http://slow.example/"])
+        assert failed() - before == 1
+        await asyncio.sleep(2.5)  # past the stall limit: acknowledged by then, in the background
+        assert await producer.stalled() is None
+        assert [m.url for _p, _k, m in read_seeds(kafka_bootstrap, settings.topic(SEEDS.name), 1)] == [
+            "http://slow.example/"]
+    finally:
+        await announcer.stop()
+        await producer.stop()
