@@ -1,7 +1,7 @@
-"""Applies crawled pages (page links) and incoming cash transfers to the owned partitions.
+"""Applies seeds, crawled pages (page links) and incoming cash transfers to the owned partitions.
 
 The consumer hands each topic's records to its own method (:meth:`ImportanceHandler.topic_handlers`).
-Both inputs are keyed by URL fingerprint and co-partitioned (the consumer uses the range
+The three inputs are keyed by URL fingerprint and co-partitioned (the consumer uses the range
 assignor), so a record's partition number is the partition whose state it changes.
 Records already applied (offset below the one stored with the state, for the topic's
 incarnation: :mod:`libs.common.kafka.stored_offsets`) and transfers
