@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from libs.common.db.pool import Database
 from libs.common.kafka.producer import TopicProducer
@@ -22,6 +20,7 @@ from services.scheduler.bandits.goal_sites import GoalSites
 from services.scheduler.dispatcher import Dispatcher
 from services.scheduler.frontier.store import FrontierStore, NewUrl, Outcome
 from services.scheduler.settings import SchedulerSettings
+from tests.topic_reading import first_messages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -45,19 +44,10 @@ async def producer(kafka: KafkaSettings) -> AsyncIterator[TopicProducer]:
 
 def sent_requests(bootstrap: str, topic: str, count: int) -> dict[str, tuple[str, pb.FetchRequest]]:
     """URL -> key and request of the first ``count`` fetch requests on ``topic`` (reads until they are there)."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False})
-    reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(FETCH_REQUESTS.partitions)])
     found: dict[str, tuple[str, pb.FetchRequest]] = {}
-    deadline = time.monotonic() + 30
-    try:
-        while len(found) < count and time.monotonic() < deadline:
-            message = reader.poll(0.2)
-            if message is None or message.error():
-                continue
-            request = pb.FetchRequest.FromString(message.value() or b"")
-            found[request.url] = ((message.key() or b"").decode(), request)
-    finally:
-        reader.close()
+    for message in first_messages(bootstrap, topic, FETCH_REQUESTS.partitions, count):
+        request = pb.FetchRequest.FromString(message.value() or b"")
+        found[request.url] = ((message.key() or b"").decode(), request)
     return found
 
 

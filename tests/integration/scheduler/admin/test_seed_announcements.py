@@ -8,7 +8,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from prometheus_client import REGISTRY
 
 from cli.admin_client import AdminClient
@@ -23,6 +22,7 @@ from libs.common.wire import messages as pb
 from services.scheduler.admin.seed_announcer import SeedAnnouncer
 from services.scheduler.frontier.store import FrontierStore
 from tests.integration.scheduler.admin.test_admin_api import TOKEN, serve_admin
+from tests.topic_reading import first_messages
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
@@ -44,20 +44,8 @@ async def producer(kafka: KafkaSettings) -> AsyncIterator[TopicProducer]:
 
 def read_seeds(bootstrap: str, topic: str, count: int) -> list[tuple[int, str, pb.Seed]]:
     """(partition, key, message) of the first ``count`` messages on ``topic``."""
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False})
-    reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(SEEDS.partitions)])
-    found: list[tuple[int, str, pb.Seed]] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(found) < count and time.monotonic() < deadline:
-            message = reader.poll(0.2)
-            if message is None or message.error():
-                continue
-            found.append((message.partition() or 0, (message.key() or b"").decode(),
-                          pb.Seed.FromString(message.value() or b"")))
-    finally:
-        reader.close()
-    return found
+    return [(m.partition() or 0, (m.key() or b"").decode(), pb.Seed.FromString(m.value() or b""))
+            for m in first_messages(bootstrap, topic, SEEDS.partitions, count)]
 
 
 async def test_added_seeds_and_sites_reach_the_importance_partition_that_will_own_their_pages(
