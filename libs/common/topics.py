@@ -114,7 +114,7 @@ CASH_TRANSFERS = Topic(
 SEEDS = Topic(
     "trawl.seeds",
     pb.Seed,
-    key="URL fingerprint of the seed",
+    key="URL fingerprint of the page",
     why=(
         "Keyed like page links, so that the importance partition which will own a seeded page knows "
         "it before its first crawl and its virtual page pays it, as AOPIC starts from its seeds; "

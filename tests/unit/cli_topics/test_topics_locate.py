@@ -6,7 +6,7 @@ import pytest
 
 from cli.topics.locate import LargeHosts, key_for_url, locate
 from libs.common.kafka.partitioner import partition_for
-from libs.common.topics import ALL_TOPICS, DEAD_LETTERS, DOCUMENTS, FETCH_REQUESTS, PAGE_LINKS
+from libs.common.topics import ALL_TOPICS, DEAD_LETTERS, DOCUMENTS, FETCH_REQUESTS, PAGE_LINKS, SEEDS
 from libs.common.urls import InvalidUrl, url_key
 
 
@@ -20,6 +20,7 @@ def test_every_declared_topic_is_located_by_its_declared_key() -> None:
     assert host_place.partition == partition_for("www.example.test", FETCH_REQUESTS.partitions)
     assert by_topic[PAGE_LINKS.name].key == url_key(url)
     assert by_topic[PAGE_LINKS.name].partition == partition_for(url_key(url), PAGE_LINKS.partitions)
+    assert by_topic[SEEDS.name].key == url_key(url)  # where the importance service was told of it as a seed
     assert by_topic[DOCUMENTS.name].key is None and by_topic[DOCUMENTS.name].partition is None
     assert by_topic[DEAD_LETTERS.name].key is None and by_topic[DEAD_LETTERS.name].partition == 0
 
