@@ -35,6 +35,7 @@ from scipy.stats import spearmanr
 
 from cli.eval.ordering_crawl import POLICIES, ImportanceCrawl, continuous_order, policy_order, revisit_pass
 from cli.eval.ordering_graph import DAMPING, CrawlGraph, GraphFormatError, generate, pagerank, read_graph
+from cli.eval.ordering_polite_webs import NAMES as POLITE_WEBS
 from cli.eval.ordering_suite import DEFAULT_PAGES, FAMILIES, SUITE_POLICIES, family_graph, summarise
 from cli.eval.shared_virtual import MODES as SHARED_MODES
 from cli.output import console, emit
@@ -260,7 +261,8 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(1, "--seed", help="Seed of the generator (and of the random policy)."),
         seed_hosts: int = typer.Option(10, "--seed-hosts", help="Generated graph: home pages used as seeds."),
         family: str | None = typer.Option(None, "--family", help=f"Crawl one instance (--seed) of a suite family:"
-                                          f" {', '.join(FAMILIES)}."),
+                                          f" {', '.join(FAMILIES)}; or one of the polite crawl's webs, outside"
+                                          f" the suite: {', '.join(POLITE_WEBS)}."),
         suite: bool = typer.Option(False, "--suite", help="Run every family of the suite (tuning and held-out),"
                                    " --instances each, and check the targets."),
         instances: int = typer.Option(3, "--instances", help="--suite: instances (seeds 1..K) per family."),

@@ -33,6 +33,8 @@ from typing import Any
 from cli.eval.ordering_copying import CopyingConfig, build_copying_graph
 from cli.eval.ordering_datasets import DATA, read_edges
 from cli.eval.ordering_graph import CrawlGraph, GraphFormatError, generate
+from cli.eval.ordering_polite_webs import NAMES as POLITE_WEBS
+from cli.eval.ordering_polite_webs import polite_web_graph
 
 SUITE_POLICIES: tuple[str, ...] = ("aopic", "opic", "breadth_first", "random", "known_pagerank", "in_links")
 SEEDS_PER_GRAPH = 10
@@ -101,9 +103,12 @@ FAMILIES: dict[str, Family] = {
 
 
 def family_graph(name: str, seed: int, pages: int = DEFAULT_PAGES) -> CrawlGraph:
+    """One instance of a suite family, or one of the polite crawl's webs (``ordering_polite_webs.py``)."""
+    if name in POLITE_WEBS:
+        return polite_web_graph(name)
     family = FAMILIES.get(name)
     if family is None:
-        raise GraphFormatError(f"unknown family {name!r}; known: {', '.join(FAMILIES)}")
+        raise GraphFormatError(f"unknown family {name!r}; known: {', '.join((*FAMILIES, *POLITE_WEBS))}")
     return family.build(seed, pages)
 
 
