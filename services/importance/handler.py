@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from prometheus_client import Counter
 
@@ -66,10 +66,19 @@ def page_key(raw: str, record_key: str) -> tuple[str, int]:
 
 R = TypeVar("R", bound=Record[Any])
 
-_Visit = tuple[int, str, list[int], list[str]]
-"""A crawled page's fingerprint and URL, and its followed links' fingerprints and URLs."""
-_Seed = tuple[str, int]
-"""A seeded page's URL and fingerprint."""
+_Visit = tuple[int, str, list[int], list[str], list[int]]
+"""A crawled page's fingerprint and URL, and its followed links' fingerprints, URLs and owning partitions."""
+
+
+class _Seed(NamedTuple):
+    """A seeded page."""
+
+    fp: int
+    url: str
+
+
+_Step = tuple[Record[Any], _Visit | _Seed | None]
+"""A record and what it applies: a crawl, a seed, or (None) the cash transfer it carries."""
 
 
 class ImportanceHandler:
@@ -89,13 +98,17 @@ class ImportanceHandler:
         """Adds seeded pages before their first crawl (``Shard.seed``)."""
         async with self._partitions.lock:
             with collector_paused():
-                await self._apply([(record, page_key(record.value.url, record.key)) for record in self._owned(records)])
+                seeds: list[_Step] = []
+                for record in self._owned(records):
+                    url, fp = page_key(record.value.url, record.key)
+                    seeds.append((record, _Seed(fp, url)))
+                await self._apply(seeds)
 
     async def page_links(self, records: Sequence[Record[pb.PageLinks]]) -> None:
         """Applies crawled pages: each passes its cash on along its followed links."""
         async with self._partitions.lock:
             with collector_paused():
-                plan: list[tuple[Record[Any], _Visit | _Seed | None]] = []
+                pages: list[tuple[Record[Any], int, str, list[int], list[str]]] = []
                 for record in self._owned(records):
                     msg = record.value
                     url, fp = page_key(msg.url, record.key)
@@ -103,7 +116,13 @@ class ImportanceHandler:
                         keys, urls = followed(msg, fp, self._follow_external, self._max_occurrences)
                     except ValueError as exc:
                         raise PoisonMessage(f"page links for {url[:200]!r}: {exc}") from exc
-                    plan.append((record, (fp, url, keys, urls)))
+                    pages.append((record, fp, url, keys, urls))
+                parts = fingerprint_partitions([k for page in pages for k in page[3]], self._partitions.partitions)
+                plan: list[_Step] = []
+                at = 0
+                for record, fp, url, keys, urls in pages:
+                    plan.append((record, (fp, url, keys, urls, parts[at:at + len(keys)])))
+                    at += len(keys)
                 await self._apply(plan)
 
     async def cash_transfers(self, records: Sequence[Record[pb.CashTransfer]]) -> None:
@@ -119,33 +138,28 @@ class ImportanceHandler:
         owned.drop_unowned()
         return [record for record in records if owned.owns(record.partition)]
 
-    async def _apply(self, plan: list[tuple[Record[Any], _Visit | _Seed | None]]) -> None:
+    async def _apply(self, plan: list[_Step]) -> None:
+        """Applies each record (a crawl, a seed, or a transfer: None) not applied before, then replays,
+        announces and commits the partitions it touched."""
         owned = self._partitions
-        parts = fingerprint_partitions([k for _, v in plan if v is not None and len(v) == 4 for k in v[2]],
-                                       owned.partitions)
-        at_part = 0
         touched: dict[int, PartitionState] = {}
         try:
-            for record, visit in plan:
+            for record, what in plan:
                 state = await owned.get(record.partition)
                 topic = record.topic.name
                 if record.offset < applied_offset(state.applied, topic, record.incarnation):
-                    if visit is not None and len(visit) == 4:
-                        at_part += len(visit[2])
                     continue  # applied before a crash or a rebalance
                 record_applied(state.applied, topic, record.incarnation, record.offset + 1)
                 touched[record.partition] = state
-                if visit is not None and len(visit) == 2:
-                    state.shard.seed(visit[1], visit[0])
-                elif visit is not None:
-                    fp, url, keys, urls = visit
-                    at = (record.value.fetched_at_ms or record.timestamp_ms) / 1000.0
-                    end = at_part + len(keys)
-                    state.shard.visit(fp, url, keys, urls, parts[at_part:end], at)
-                    at_part = end
-                    VISITS.inc()
-                else:
+                if what is None:
                     self._receive(state, record)
+                elif isinstance(what, _Seed):
+                    state.shard.seed(what.fp, what.url)
+                else:
+                    fp, url, keys, urls, owners = what
+                    state.shard.visit(fp, url, keys, urls, owners,
+                                      (record.value.fetched_at_ms or record.timestamp_ms) / 1000.0)
+                    VISITS.inc()
             if touched:
                 states = list(touched.values())
                 now_ms = int(time.time() * 1000)
