@@ -26,7 +26,8 @@ home page, one after the other on the same web served by its own process
   log then counts its short gaps).
 
 Both are judged from the server's request log alone: pages fetched (200, robots.txt aside),
-crawl time (first request to last response), politeness (requests overlapping on a host, gaps
+crawl time (first request to last response) and the time until half and nine tenths of the pages were
+answered (before the slowest host is the last one left), politeness (requests overlapping on a host, gaps
 below the host's delay end-to-start and start-to-start, robots.txt; ``libs.simweb.log_checks``
 and ``libs.simweb.politeness_bound``) and the PageRank its first 10/20/30/50% of pages capture
 against the best order (``libs.simweb.crawl_order``), and how late each host's next request started
@@ -72,6 +73,7 @@ from libs.simweb.politeness_bound import (
     host_bounds,
     host_gaps,
     politeness_bound,
+    seconds_to_share,
 )
 from libs.simweb.process import SimWebProcess
 from libs.simweb.request_log import RequestRecord
@@ -83,6 +85,8 @@ SCRAPY_CONCURRENCY = 100
 CRAWLERS = ("trawl", "scrapy")
 TARGETS = {"time_vs_scrapy": 0.67, "time_vs_bound": 1.25, "late_p99": 0.2, "late_median": ON_TIME}
 CPU_SAMPLE = 400
+SHARES = (0.5, 0.9)
+"""Shares of the pages whose time to answer is reported beside the crawl time."""
 """Pages the CPU bound extracts; the bound is the time per page times every reachable page."""
 
 
@@ -127,6 +131,10 @@ class CrawlFigures:
     lateness: dict[str, float] | None = None
     """How late each host's next request started once its gap had passed (``libs.simweb.gap_lateness``)."""
     cpu_seconds: float | None = None
+    seconds_to: dict[str, float] = field(default_factory=dict)
+    """Seconds until half and nine tenths of the pages were answered (``libs.simweb.politeness_bound``)."""
+    cpu_by_part: dict[str, float] = field(default_factory=dict)
+    """Trawl's CPU seconds per service, PostgreSQL and the broker (empty for Scrapy: one process)."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -147,6 +155,7 @@ def judge(case: Case, crawler: str, log: list[RequestRecord]) -> CrawlFigures:
         max_in_flight_per_host=max(max_concurrency_per_host(log).values(), default=0),
         pagerank_captured={f"{int(share * 100)}%": round(value, 3) for share, value in captured.items()},
         lateness=late.figures() if late is not None else None,
+        seconds_to={f"{int(share * 100)}%": round(t, 2) for share, t in seconds_to_share(log, SHARES).items()},
     )
 
 
@@ -164,7 +173,9 @@ def run_trawl(case: Case, folder: Path, overrides: Mapping[str, str]) -> CrawlFi
     finally:
         web.stop()
     figures = judge(case, "trawl", crawl.log)
-    figures.cpu_seconds = round(sum(u.cpu_seconds for name, u in crawl.usage.items() if name != "simweb"), 1)
+    parts = {name: u.cpu_seconds for name, u in crawl.usage.items() if name != "simweb"}
+    figures.cpu_seconds = round(sum(parts.values()), 1)
+    figures.cpu_by_part = {name: round(seconds, 1) for name, seconds in sorted(parts.items(), key=lambda p: -p[1])}
     return figures
 
 
@@ -261,8 +272,8 @@ def print_web(result: dict[str, Any]) -> None:
     cpu = f"{w['cpu_bound_seconds']:.1f} s" if w["cpu_bound_seconds"] is not None else "not measured"
     print(f"  politeness bound {b['seconds']:.1f} s ({b['host']}: {b['pages']} pages, gap {b['gap']} s, latency"
           f" {b['latency'] * 1000:.0f} ms); CPU bound {cpu} (bare trafilatura, 2 idle cores)")
-    print(f"  {'':<8}{'pages':>7}{'time s':>9}{'/Scrapy':>9}{'/bound':>8}   PR@10%  PR@20%  PR@30%  PR@50%"
-          f"  overlap  gap<d end  gap<d start  robots  late p50/p99 ms  on time  CPU s")
+    print(f"  {'':<8}{'pages':>7}{'time s':>9}{'50%/90% s':>13}{'/Scrapy':>9}{'/bound':>8}"
+          "   PR@10%  PR@20%  PR@30%  PR@50%  overlap  gap<d end  gap<d start  robots  late p50/p99 ms  on time  CPU s")
     floor = max(b["seconds"], w["cpu_bound_seconds"] or 0.0)
     scrapy = result["crawls"].get("scrapy")
     for name, c in result["crawls"].items():
@@ -272,9 +283,14 @@ def print_web(result: dict[str, Any]) -> None:
         late = c["lateness"]
         late_s = f"{late['median_s'] * 1000:.0f} / {late['p99_s'] * 1000:.0f}" if late else "-"
         on_time = f"{late['on_time']:.3f}" if late else "-"
-        print(f"  {name:<8}{c['pages']:>7}{c['seconds']:>9.1f}{vs_scrapy:>9}{c['seconds'] / floor:>8.2f} {pr}"
+        to = c["seconds_to"]
+        shares = f"{to['50%']:.1f}/{to['90%']:.1f}" if {"50%", "90%"} <= set(to) else "-"
+        print(f"  {name:<8}{c['pages']:>7}{c['seconds']:>9.1f}{shares:>13}{vs_scrapy:>9}"
+              f"{c['seconds'] / floor:>8.2f} {pr}"
               f"{c['overlaps']:>9}{c['short_gaps_end_to_start']:>11}{c['short_gaps_start_to_start']:>13}"
               f"{c['robots_violations']:>8}{late_s:>17}{on_time:>9}{cpu_s:>7}")
+        if c.get("cpu_by_part"):
+            print(f"  {'':<8}CPU s by part: " + ", ".join(f"{n} {s:.1f}" for n, s in c["cpu_by_part"].items()))
     v = result["verdicts"]
     marks = []
     if "trawl_vs_scrapy" in v:

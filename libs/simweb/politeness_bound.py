@@ -18,8 +18,9 @@ request rate's, such as Scrapy's ``DOWNLOAD_DELAY``).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from libs.simweb.request_log import RequestRecord
@@ -84,6 +85,20 @@ def crawl_seconds(log: Iterable[RequestRecord]) -> float:
     if not records:
         return 0.0
     return max(r.finished_at for r in records) - min(r.started_at for r in records)
+
+
+def seconds_to_share(log: Iterable[RequestRecord], shares: Sequence[float]) -> dict[float, float]:
+    """Seconds from the first request's start until each share of the pages was answered (200, robots.txt
+    aside), as the server logged them: how fast a crawl went before its slowest host alone was left."""
+    records = list(log)
+    if not records:
+        return {}
+    start = min(r.started_at for r in records)
+    ends = sorted(r.finished_at - start for r in records
+                  if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt")
+    if not ends:
+        return {}
+    return {share: ends[max(0, math.ceil(share * len(ends)) - 1)] for share in shares}
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ def test_a_perfect_crawl_meets_the_bound_and_breaks_nothing(case: polite_crawl.C
     assert case.bound.seconds == pytest.approx(12.0)  # no latency in this web
     assert figures.violations == 0 and figures.short_gaps_start_to_start == 0
     assert set(figures.pagerank_captured) == {"10%", "20%", "30%", "50%"}
+    assert set(figures.seconds_to) == {"50%", "90%"}
+    assert 0 < figures.seconds_to["50%"] <= figures.seconds_to["90%"] <= figures.seconds
 
 
 def test_crawl_delay_kept_only_as_the_web_delay_is_counted(case: polite_crawl.Case) -> None:

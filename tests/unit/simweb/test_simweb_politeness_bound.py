@@ -11,6 +11,7 @@ from libs.simweb.politeness_bound import (
     gap_violations,
     host_bounds,
     politeness_bound,
+    seconds_to_share,
 )
 from libs.simweb.request_log import RequestRecord
 from libs.simweb.site_tree import SiteGroup, TreeWebConfig, build_tree_web
@@ -37,6 +38,15 @@ def test_a_perfect_crawl_takes_exactly_the_bound() -> None:
     assert politeness_bound(bounds).host == "a.test"
     assert crawl_seconds(perfect_log()) == pytest.approx(politeness_bound(bounds).seconds)
     assert gap_violations(perfect_log(), {"a.test": 1.0, "b.test": 2.0}) == GapViolations(0, 0, 0)
+
+
+def test_the_time_to_a_share_of_the_pages_counts_answered_pages_only() -> None:
+    log = perfect_log()  # pages answered at 1.2, 2.2, 2.3 and 3.4 s
+    log.append(RequestRecord(2.5, 2.6, 1_700_000_002.5, "b.test", "/gone", 404, "trawl"))
+    assert seconds_to_share(log, (0.25, 0.5, 0.75, 1.0)) == pytest.approx(
+        {0.25: 1.2, 0.5: 2.2, 0.75: 2.3, 1.0: 3.4})
+    assert seconds_to_share([], (0.5,)) == {}
+    assert seconds_to_share(log[:1], (0.5,)) == {}  # robots.txt alone: no page yet
 
 
 def test_depth_binds_when_a_host_has_fewer_pages_than_levels() -> None:
