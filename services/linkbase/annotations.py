@@ -5,8 +5,9 @@ content version. Verdicts set its duplicate state (unique, exact copy, near-dupl
 cluster's representative) and keep per-path counts of judged pages and duplicates, the
 trap signal the outbox passes to the scheduler. Outcomes go into the fetch history, set the
 URL's last status, and a fetch of a host's home page sets the host's availability.
-All statements are idempotent; each is one round trip for the whole batch. The URLs' rows are
-there already: the store gives every URL of the batch its row first, in the same transaction.
+All statements are idempotent; each is one round trip for the whole batch (the updates of URL rows
+are planned as a probe per URL: ``key_probes.py``). The URLs' rows are there already: the store gives
+every URL of the batch its row first, in the same transaction.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from psycopg import AsyncConnection
 
 from libs.common.url_keys import trap_path_key
 from services.linkbase.batch import LinkbaseBatch
+from services.linkbase.key_probes import by_key_probes
 
 Conn = AsyncConnection[Any]
 
@@ -101,7 +103,7 @@ async def write_documents(conn: Conn, batch: LinkbaseBatch) -> None:
     docs = sorted(batch.documents.values(), key=lambda d: d.ref.key)
     if not docs:
         return
-    await conn.execute(_UPDATE_DOCUMENTS, (
+    await by_key_probes(conn, _UPDATE_DOCUMENTS, (
         [d.ref.host_id for d in docs], [d.ref.fp for d in docs], [d.title for d in docs],
         [d.content_fp for d in docs], [d.published_at_ms for d in docs], [d.language for d in docs],
         [d.canonical_url for d in docs],
@@ -118,13 +120,13 @@ async def write_verdicts(conn: Conn, batch: LinkbaseBatch) -> None:
     verdicts = sorted(batch.verdicts.values(), key=lambda v: v.ref.key)
     if not verdicts:
         return
-    cur = await conn.execute(_UPDATE_VERDICTS, (
+    changed = await by_key_probes(conn, _UPDATE_VERDICTS, (
         [v.ref.host_id for v in verdicts], [v.ref.fp for v in verdicts], [v.dup_state for v in verdicts],
         [v.duplicate_of for v in verdicts], [v.similarity for v in verdicts],
     ))
     judged: Counter[tuple[int, str]] = Counter()
     duplicates: Counter[tuple[int, str]] = Counter()
-    for host_id, url, before, after in await cur.fetchall():
+    for host_id, url, before, after in changed:
         key = (host_id, trap_path_key(url))
         judged[key] += before is None
         duplicates[key] += (after != 0) - (before is not None and before != 0)
@@ -145,7 +147,7 @@ async def write_outcomes(conn: Conn, batch: LinkbaseBatch) -> None:
         [r.fetched_at_ms for r in rows], [r.elapsed_ms for r in rows], [r.error for r in rows],
     ))
     latest = sorted(batch.latest_outcomes(), key=lambda r: r.ref.key)
-    await conn.execute(_UPDATE_LAST_FETCH, (
+    await by_key_probes(conn, _UPDATE_LAST_FETCH, (
         [r.ref.host_id for r in latest], [r.ref.fp for r in latest], [r.status for r in latest],
         [r.http_status for r in latest], [r.fetched_at_ms for r in latest],
     ))

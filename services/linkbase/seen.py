@@ -12,6 +12,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from services.linkbase.key_probes import by_key_probes
 from services.linkbase.rows import UrlRef
 
 Conn = AsyncConnection[Any]
@@ -68,8 +69,7 @@ async def ensure_urls(conn: Conn, refs: list[UrlRef], *, fetched: bool) -> set[i
     hosts, fps = [k[0] for k in keys], [k[1] for k in keys]
     newly: list[tuple[int, int]] = []
     if fetched:
-        cur = await conn.execute(_MARK_FETCHED, (hosts, fps))
-        newly.extend(await cur.fetchall())
+        newly.extend(await by_key_probes(conn, _MARK_FETCHED, (hosts, fps)))
     cur = await conn.execute(_INSERT_SEEN, (fetched, hosts, fps, [unique[k].url for k in keys]))
     inserted = await cur.fetchall()
     if not fetched:
