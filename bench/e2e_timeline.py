@@ -91,7 +91,7 @@ def depths(web: SimWeb) -> dict[str, int]:
 
 
 def _pages(log: Sequence[RequestRecord]) -> list[RequestRecord]:
-    return [r for r in log if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt"]
+    return [r for r in log if r.is_page]
 
 
 @dataclass(frozen=True)

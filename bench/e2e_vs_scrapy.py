@@ -99,7 +99,7 @@ class LogFigures:
 
 
 def log_figures(log: list[RequestRecord], web: SimWeb) -> LogFigures:
-    pages = [r for r in log if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt"]
+    pages = [r for r in log if r.is_page]
     if not pages:
         return LogFigures(0, len(log), 0.0, 0, 0.0, 0)
     seconds = max(r.finished_at for r in pages) - min(r.started_at for r in log)

@@ -85,9 +85,9 @@ SCRAPY_CONCURRENCY = 100
 CRAWLERS = ("trawl", "scrapy")
 TARGETS = {"time_vs_scrapy": 0.67, "time_vs_bound": 1.25, "late_p99": 0.2, "late_median": ON_TIME}
 CPU_SAMPLE = 400
+"""Pages the CPU bound extracts; the bound is the time per page times every reachable page."""
 SHARES = (0.5, 0.9)
 """Shares of the pages whose time to answer is reported beside the crawl time."""
-"""Pages the CPU bound extracts; the bound is the time per page times every reachable page."""
 
 
 @dataclass
@@ -143,7 +143,7 @@ class CrawlFigures:
 
 
 def judge(case: Case, crawler: str, log: list[RequestRecord]) -> CrawlFigures:
-    pages = [r for r in log if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt"]
+    pages = [r for r in log if r.is_page]
     gaps = gap_violations(log, host_gaps(case.web, case.delay), default_gap=case.delay)
     captured = pagerank_captured(fetch_order(log), case.pagerank)
     late = gap_lateness(log, lambda url: [link.target_url for link in case.web.links_at(url)]

@@ -21,8 +21,7 @@ SHARES = (0.1, 0.2, 0.3, 0.5)
 
 def fetch_order(log: Iterable[RequestRecord]) -> list[str]:
     """URLs of the pages answered 200 (robots.txt aside), by request start, each once."""
-    pages = sorted((r for r in log if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt"),
-                   key=lambda r: r.started_at)
+    pages = sorted((r for r in log if r.is_page), key=lambda r: r.started_at)
     return list(dict.fromkeys(r.url for r in pages))
 
 

@@ -88,6 +88,6 @@ def robots_violations(
     return [
         record
         for record in log
-        if record.path.split("?", 1)[0] != "/robots.txt"
+        if not record.is_robots
         and not web.allowed(record.url, user_agent)
     ]

@@ -94,8 +94,7 @@ def seconds_to_share(log: Iterable[RequestRecord], shares: Sequence[float]) -> d
     if not records:
         return {}
     start = min(r.started_at for r in records)
-    ends = sorted(r.finished_at - start for r in records
-                  if r.status == 200 and r.path.split("?", 1)[0] != "/robots.txt")
+    ends = sorted(r.finished_at - start for r in records if r.is_page)
     if not ends:
         return {}
     return {share: ends[max(0, math.ceil(share * len(ends)) - 1)] for share in shares}

@@ -45,6 +45,16 @@ class RequestRecord:
         """The URL requested, as the crawler named it (``http://`` host and path with its query)."""
         return f"http://{self.host}{self.path}"
 
+    @property
+    def is_robots(self) -> bool:
+        """A request of the host's robots.txt (with or without a query)."""
+        return self.path.split("?", 1)[0] == "/robots.txt"
+
+    @property
+    def is_page(self) -> bool:
+        """A page answered 200, robots.txt aside: what a crawl counts as fetched."""
+        return self.status == 200 and not self.is_robots
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
 
