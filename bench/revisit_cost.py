@@ -53,8 +53,9 @@ from bench.trawl_stack_run import DEMO_TUNING, SETTLE_SECONDS, bench_stack, stac
 from cli.stack import local_stack
 from cli.stack.layout import SERVICES, StackSettings
 from libs.common.urls import normalize_url
-from libs.simweb import SimWeb, SimWebConfig, build_web
-from libs.simweb.process import SimWebProcess
+from libs.simweb import SimWeb, SimWebConfig
+from libs.simweb.process import SimWebProcess, build_served_web
+from libs.simweb.site_tree import TreeWebConfig, tree_family
 from libs.simweb.request_log import RequestRecord
 
 SYSTEM = (*SERVICES, "postgres", "broker")
@@ -76,6 +77,13 @@ def web_config(seed: int, hosts: int, pages: int, edit_ratio: float, large_pages
     honouring validators, ``edit_ratio`` of the pages edited a day; ``large_pages``: pages of served size."""
     sizes: dict[str, Any] = LARGE_PAGES if large_pages else {}
     return dataclasses.replace(simweb_process.web_config(seed, hosts, pages), page_edit_ratio=edit_ratio, **sizes)
+
+
+def tree_web_config(name: str, scale: float, edit_ratio: float) -> TreeWebConfig:
+    """The politeness benchmark's web ``name`` at ``scale`` (pages of 20-100 KB, markup, scripts and styles as
+    served pages carry), ``edit_ratio`` of its pages edited a day, every host honouring validators, and no
+    Crawl-delay: a pass then lasts what the minimum delay makes it, not what a few slow hosts do."""
+    return dataclasses.replace(tree_family(scale)[name], page_edit_ratio=edit_ratio, crawl_delay_share=0.0)
 
 
 @dataclass
@@ -214,8 +222,9 @@ def edited_between(web: SimWeb, urls: set[str], before: Any, after: Any) -> set[
     return {url for url in urls if web.etag(url, before) != web.etag(url, after)}
 
 
-def run(config: SimWebConfig, folder: Path, order: tuple[str, str], gzip: bool, timeout: float) -> dict[str, Any]:
-    web = build_web(config)
+def run(config: SimWebConfig | TreeWebConfig, folder: Path, order: tuple[str, str], gzip: bool,
+        timeout: float) -> dict[str, Any]:
+    web = build_served_web(config)
     served = SimWebProcess(config, folder / "revisits.log", gzip=gzip, render=True)
     served.start()
     try:
@@ -234,7 +243,7 @@ def run(config: SimWebConfig, folder: Path, order: tuple[str, str], gzip: bool, 
                 moment = web.start_time
                 for name in order:
                     served.advance()
-                    later = moment + config.page_edit_interval
+                    later = moment + web.config.page_edit_interval
                     edited = edited_between(web, crawled, moment, later)
                     moment = later
                     passes.append(run_pass(rig, admin, sampler, name, edited, timeout, idle))
@@ -250,9 +259,8 @@ def run(config: SimWebConfig, folder: Path, order: tuple[str, str], gzip: bool, 
         served.stop()
 
 
-def mean_page_kb(config: SimWebConfig) -> float:
+def mean_page_kb(web: SimWeb) -> float:
     """The web's mean page size in KB, as rendered (uncompressed)."""
-    web = build_web(config)
     sizes = [len((web.html(url) or "").encode()) for url in web.pages]
     return round(sum(sizes) / max(1, len(sizes)) / 1000, 1)
 
@@ -269,7 +277,7 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"revisit cost: {result['pages']} pages of {result['mean_page_kb']} KB on average on {result['hosts']} hosts,"
+    print(f"revisit cost, {result['web']} web: {result['pages']} pages of {result['mean_page_kb']} KB on average on {result['hosts']} hosts,"
           f" {result['edit_ratio']:.0%} edited before each pass, gzip {'on' if result['gzip'] else 'off'};"
           f" {result['machine']}")
     for run_ in result["runs"]:
@@ -299,19 +307,26 @@ def main() -> None:
     parser.add_argument("--gzip", action="store_true", help="the web compresses its pages (it does not by default,"
                         " as in the other end-to-end benchmarks)")
     parser.add_argument("--large-pages", action="store_true", help="pages of served size (37 KB on average, not 9)")
+    parser.add_argument("--web", choices=("graph", *tree_family()), default="graph",
+                        help="graph: the end-to-end benchmarks' web (--pages, --hosts, --seed, --large-pages); or a"
+                        " politeness benchmark's web of structured sites at --scale, without its Crawl-delays")
+    parser.add_argument("--scale", type=float, default=0.3, help="the size of a politeness benchmark's web")
     parser.add_argument("--repeat", type=int, default=1, help="runs, the passes' order alternating")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    config = web_config(args.seed, args.hosts, args.pages, args.edit_ratio, args.large_pages)
+    config = (web_config(args.seed, args.hosts, args.pages, args.edit_ratio, args.large_pages) if args.web == "graph"
+              else tree_web_config(args.web, args.scale, args.edit_ratio))
     runs = []
     with tempfile.TemporaryDirectory(prefix="trawl-bench-revisits-", dir="/var/tmp") as tmp:
         for i in range(args.repeat):
             order = ("conditional", "unconditional") if i % 2 == 0 else ("unconditional", "conditional")
             runs.append(run(config, Path(tmp), order, args.gzip, args.timeout))
             runs[-1]["ratios"] = ratios(runs[-1])
-    result = {"benchmark": "revisit_cost", "pages": args.pages, "hosts": args.hosts, "edit_ratio": args.edit_ratio,
-              "gzip": args.gzip, "mean_page_kb": mean_page_kb(config), "runs": runs, "machine": machine()}
+    web = build_served_web(config)
+    result = {"benchmark": "revisit_cost", "web": args.web, "pages": len(web.pages), "hosts": len(web.hosts),
+              "edit_ratio": args.edit_ratio, "gzip": args.gzip, "mean_page_kb": mean_page_kb(web), "runs": runs,
+              "machine": machine()}
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -44,6 +44,11 @@ from libs.simweb.web import SimWeb
 REPO = Path(__file__).resolve().parents[2]
 
 
+def build_served_web(config: SimWebConfig | TreeWebConfig) -> SimWeb:
+    """The web ``config`` describes, whichever kind it is (the same in any process)."""
+    return build_tree_web(config) if isinstance(config, TreeWebConfig) else build_web(config)
+
+
 def render_all(web: SimWeb) -> SimWeb:
     """Renders every page of ``web`` and keeps it, so that serving measures no page rendering."""
     simweb_pages.HTML_CACHE_SIZE = max(simweb_pages.HTML_CACHE_SIZE, len(web.pages) + 1)
@@ -129,7 +134,7 @@ def stop_on_signals() -> asyncio.Event:
 
 
 async def serve(config: SimWebConfig | TreeWebConfig, log_file: Path, *, gzip: bool, render: bool) -> None:
-    web = build_tree_web(config) if isinstance(config, TreeWebConfig) else build_web(config)
+    web = build_served_web(config)
     if render:
         render_all(web)
     # The web's graph is some 160,000 objects for 5,000 pages, which a full garbage collection walks in

@@ -81,6 +81,9 @@ class TreeWebConfig:
     latency_range: tuple[float, float] = (0.01, 0.05)
     """Per-host response latency in seconds, drawn uniformly."""
     start_time: datetime = field(default_factory=lambda: SimWebConfig().start_time)
+    page_edit_ratio: float = 0.0
+    """Share of the pages edited at each ``start_time + k * page_edit_interval`` (as
+    :attr:`SimWebConfig.page_edit_ratio`; the served process's clock moves on by one interval at a time)."""
 
     def __post_init__(self) -> None:
         if not self.groups or any(g.count < 1 or g.pages[0] < g.min_pages or g.pages[1] < g.pages[0]
@@ -239,28 +242,29 @@ class TreeWeb(SimWeb):
     def __init__(self, tree: TreeWebConfig, hosts: dict[str, HostSpec], pages: dict[str, Page],
                  blocks: dict[str, PageBlocks], levels: dict[str, int]) -> None:
         base = SimWebConfig(seed=tree.seed, hosts=len(hosts), pages=max(len(hosts), len(pages)),
-                            hub_host_ratio=0.0, start_time=tree.start_time)
+                            hub_host_ratio=0.0, start_time=tree.start_time, page_edit_ratio=tree.page_edit_ratio)
         super().__init__(base, hosts, pages, {})
         self.tree = tree
         self.blocks = blocks
         self.levels = levels
         """Each page's level: 0 for a home page, 1 for a top section, and so on."""
         self._boilerplate: dict[str, Boilerplate] = {}
-        self._tree_html: OrderedDict[str, str] = OrderedDict()
+        self._tree_html: OrderedDict[tuple[str, int], str] = OrderedDict()
 
     def html(self, url: str, now: datetime | None = None) -> str | None:
         page = self.page_at(url, now)
         if page is None:
             return None
-        cached = self._tree_html.get(url)
+        key = (url, self.revision(url, now))
+        cached = self._tree_html.get(key)
         if cached is not None:
             return cached
         spec = self.hosts[page.host]
         parts = self._boilerplate.get(page.host)
         if parts is None:
             parts = self._boilerplate[page.host] = boilerplate(spec, self.blocks[spec.home_url])
-        text = render_tree_page(page, spec, self.blocks[url], parts)
-        self._tree_html[url] = text
+        text = self.edited(render_tree_page(page, spec, self.blocks[url], parts), page, key[1])
+        self._tree_html[key] = text
         if len(self._tree_html) > simweb_pages.HTML_CACHE_SIZE:
             self._tree_html.popitem(last=False)
         return text

@@ -211,6 +211,14 @@ class SimWeb:
         key = hashlib.blake2b(html.encode(), digest_size=12).hexdigest()
         return f'"{key}"'
 
+    def edited(self, text: str, page: Page, edit: int) -> str:
+        """``text`` as the page's ``edit``-th revision: a dated note closes its article (none for 0)."""
+        if not edit:
+            return text
+        edited_at = self.start_time + edit * self.config.page_edit_interval
+        note = f"<p>Updated on {escape(f'{edited_at:%d %B %Y}')}: revision {edit} of {escape(page.title)}.</p>\n"
+        return text.replace("</article>", note + "</article>", 1)
+
     def html(self, url: str, now: datetime | None = None) -> str | None:
         """The page's HTML at ``now``, or ``None`` if no such page exists then (a 404)."""
         page = self.page_at(url, now)
@@ -224,11 +232,7 @@ class SimWeb:
             self._html.move_to_end(key)
             return cached
         entries = [(article, self.pages[article].title, at) for article, at in listing]
-        text = render_page(page, self.hosts[page.host], entries)
-        if edit:
-            edited_at = self.start_time + edit * self.config.page_edit_interval
-            note = f"<p>Updated on {escape(f'{edited_at:%d %B %Y}')}: revision {edit} of {escape(page.title)}.</p>\n"
-            text = text.replace("</article>", note + "</article>", 1)
+        text = self.edited(render_page(page, self.hosts[page.host], entries), page, edit)
         self._html[key] = text
         if len(self._html) > HTML_CACHE_SIZE:
             self._html.popitem(last=False)

@@ -2,7 +2,8 @@
 
 One transaction per batch: read the stored rows of the batch's URLs, look up the candidates
 of every band key (at most :data:`CANDIDATES_PER_BAND` per key, so a band shared by
-thousands of boilerplate pages costs no more than any other), place each document
+thousands of boilerplate pages costs no more than any other; joined to the documents by a key
+probe each, ``libs.common.db.key_probes``, not a scan of the index), place each document
 (:mod:`services.dedup.near_clusters`), then store the new sketches and band keys (COPY, after
 dropping those of a URL's replaced sketch). Idempotent: a URL whose stored sketch has the same
 content fingerprint gets its stored answer back and nothing is written. A URL's newer content replaces its
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 from psycopg import AsyncConnection
 
+from libs.common.db.key_probes import by_key_probes
 from libs.common.db.pool import Database
 from services.dedup.judge import DuplicateJudge
 from services.dedup.near_clusters import IndexedDoc, NearClaim, Placement, place
@@ -149,9 +151,9 @@ class NearDuplicateIndex:
 
     async def _place(self, conn: AsyncConnection[Any], claims: list[NearClaim]) -> list[Placement]:
         keys = sorted({key for claim in claims for key in claim.sketch.band_keys})
-        cur = await conn.execute(_CANDIDATES, (keys,))
         candidates: dict[int, list[IndexedDoc]] = {}
-        for key, url_fp, url, signature, representative, representative_seq in await cur.fetchall():
+        for key, url_fp, url, signature, representative, representative_seq in await by_key_probes(
+                conn, _CANDIDATES, (keys,)):
             candidates.setdefault(key, []).append(
                 IndexedDoc(url_fp, url, signature_from_bytes(signature), representative, representative_seq))
         cur = await conn.execute(_SEQS, (len(claims),))

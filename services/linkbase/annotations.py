@@ -19,7 +19,7 @@ from psycopg import AsyncConnection
 
 from libs.common.url_keys import trap_path_key
 from services.linkbase.batch import LinkbaseBatch
-from services.linkbase.key_probes import by_key_probes
+from libs.common.db.key_probes import by_key_probes
 
 Conn = AsyncConnection[Any]
 

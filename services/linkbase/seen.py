@@ -12,7 +12,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from services.linkbase.key_probes import by_key_probes
+from libs.common.db.key_probes import by_key_probes
 from services.linkbase.rows import UrlRef
 
 Conn = AsyncConnection[Any]

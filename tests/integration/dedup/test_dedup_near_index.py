@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator
 
 import pytest
 
+from libs.common.db.key_probes import by_key_probes
 from libs.common.db.migrations import apply_migrations
 from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.urls import url_fingerprint
 from libs.simweb.words import TextSpec, paragraphs
 from services.dedup.judge import DuplicateJudge
+from services.dedup import near_store
 from services.dedup.main import MIGRATIONS
 from services.dedup.near_clusters import NearClaim
 from services.dedup.near_store import IndexShapeMismatch, NearAnswer, NearDuplicateIndex
@@ -102,3 +105,31 @@ async def test_the_stored_rows_hold_each_sketch_exactly(dedup_db: Database) -> N
                        claim.url, claim.fetched_at_ms)
         for claim in claims
     }
+
+
+async def test_a_batch_s_candidates_are_joined_to_the_documents_by_key_probes(dedup_db: Database) -> None:
+    rng = random.Random(5)
+    docs = [rng.getrandbits(62) for _ in range(8000)]
+    bands = [(rng.getrandbits(62), fp) for fp in docs for _ in range(20)]
+    async with dedup_db.transaction() as conn:
+        async with conn.cursor().copy("COPY dedup.near_bands (band_key, url_fp) FROM STDIN") as copy:
+            for band in bands:
+                await copy.write_row(band)
+        async with conn.cursor().copy(
+                "COPY dedup.near_documents (url_fp, url, content_fp, seq, signature, simhash, representative,"
+                " representative_seq, similarity) FROM STDIN") as copy:
+            for seq, fp in enumerate(docs):
+                await copy.write_row((fp, f"http://d.test/{fp}", f"c{fp}", seq, b"s", 0, f"http://d.test/{fp}", seq, 0))
+    async with dedup_db.connection() as conn:
+        await conn.execute("ANALYZE dedup.near_bands")
+        await conn.execute("ANALYZE dedup.near_documents")
+    keys = [key for key, _ in rng.sample(bands, 200)]
+    explain = "EXPLAIN " + near_store._CANDIDATES
+    async with dedup_db.transaction() as conn:
+        free = await conn.execute(explain.encode(), (keys,))
+        assert "Hash Join" in "\n".join(r[0] for r in await free.fetchall())  # planned freely: every document read
+        text = "\n".join(r[0] for r in await by_key_probes(conn, explain, (keys,)))
+        assert "Hash Join" not in text and "Merge Join" not in text
+        assert "Index Scan using near_documents_p" in text  # a probe per candidate, in its document's partition
+        found = await by_key_probes(conn, near_store._CANDIDATES, (keys,))
+    assert {row[1] for row in found} >= {fp for key, fp in bands if key in set(keys)}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bench.revisit_cost import Pass, ratios
+from bench.revisit_cost import Pass, ratios, tree_web_config
+from libs.simweb.site_tree import tree_family
 
 
 def test_figures_per_page_and_less_the_idle_stack() -> None:
@@ -19,3 +20,9 @@ def test_figures_per_page_and_less_the_idle_stack() -> None:
     assert not full.figures()["all_found"]
     r = ratios({"passes": {"conditional": figures, "unconditional": full.figures()}})
     assert (r["bytes"], r["cpu"], r["services_cpu"]) == (0.3, 0.5, 0.5)
+
+
+def test_a_politeness_web_is_revisited_with_its_edits_and_without_its_crawl_delays() -> None:
+    config = tree_web_config("wide", 0.1, 0.2)
+    assert config.page_edit_ratio == 0.2 and config.crawl_delay_share == 0.0
+    assert config.groups == tree_family(0.1)["wide"].groups and config.seed == tree_family(0.1)["wide"].seed

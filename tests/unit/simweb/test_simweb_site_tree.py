@@ -113,6 +113,19 @@ def test_a_build_is_a_function_of_its_config() -> None:
     assert list(build_tree_web(TreeWebConfig("t", config.groups, seed=6)).pages) != list(one.pages)
 
 
+def test_pages_are_edited_as_the_config_asks_and_their_etags_follow() -> None:
+    config = TreeWebConfig("t", (SiteGroup("s", 4, (20, 30), 2),), seed=5, page_edit_ratio=0.3)
+    web = build_tree_web(config)
+    later = web.start_time + web.config.page_edit_interval
+    edited = {url for url in web.pages if web.etag(url) != web.etag(url, later)}
+    assert 0.15 * len(web.pages) < len(edited) < 0.45 * len(web.pages)
+    url = sorted(edited)[0]
+    assert "Updated on" not in (web.html(url) or "") and "revision 1 of" in (web.html(url, later) or "")
+    assert web.html(url) == build_tree_web(config).html(url)  # the unedited page is still served as it was
+    still = build_tree_web(TreeWebConfig("t", config.groups, seed=5))
+    assert all(still.etag(u) == still.etag(u, later) for u in still.pages)  # no edits unless asked
+
+
 def test_branching_keeps_sections_small_and_leaves_room_for_articles() -> None:
     assert branching(10, 1) == 1
     assert branching(100, 1) == 4  # 95 articles over 4 sections
