@@ -24,12 +24,15 @@ not counted):
   taken off each pass for the seconds it spent watched either way, so both passes lose the same rates.
 
 The simulated web's server is shown apart: it is the world, not the crawler. The order of the two passes
-alternates with ``--repeat``. Pages weigh 9 KB on average (5-30 KB); ``--large-pages`` gives them five
-times the article text (37 KB on average, 14-130 KB: the size of served pages, though text where real
-pages carry markup, so extraction costs more than it would).
+alternates with ``--repeat``. The web is by default the end-to-end benchmarks' (``--web graph``): pages
+of 9 KB on average (5-30 KB); ``--large-pages`` gives them five times the article text (37 KB on average,
+14-130 KB: the size of served pages, though text where real pages carry markup, so extraction costs more
+than it would). ``--web wide`` (or ``narrow``, ``deep``, ``mixed``) revisits a politeness benchmark's web
+of structured sites at ``--scale`` instead: pages of 20-100 KB with the markup, scripts and styles of
+served pages, its Crawl-delays left out so that a pass lasts what the minimum delay makes it.
 
     .venv/bin/python -m bench.revisit_cost [--pages 1000] [--hosts 50] [--gzip] [--large-pages] [--repeat 1]
-        [--json]
+        [--web graph|wide|narrow|deep|mixed] [--scale 0.3] [--json]
 """
 
 from __future__ import annotations
