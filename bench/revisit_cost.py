@@ -58,8 +58,8 @@ from cli.stack.layout import SERVICES, StackSettings
 from libs.common.urls import normalize_url
 from libs.simweb import SimWeb, SimWebConfig
 from libs.simweb.process import SimWebProcess, build_served_web
-from libs.simweb.site_tree import TreeWebConfig, tree_family
 from libs.simweb.request_log import RequestRecord
+from libs.simweb.site_tree import TreeWebConfig, tree_family
 
 SYSTEM = (*SERVICES, "postgres", "broker")
 IDLE_SECONDS = 8.0  # per way of watching the stack
@@ -280,7 +280,8 @@ def ratios(result: dict[str, Any]) -> dict[str, float]:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"revisit cost, {result['web']} web: {result['pages']} pages of {result['mean_page_kb']} KB on average on {result['hosts']} hosts,"
+    print(f"revisit cost, {result['web']} web: {result['pages']} pages of {result['mean_page_kb']} KB on average"
+          f" on {result['hosts']} hosts,"
           f" {result['edit_ratio']:.0%} edited before each pass, gzip {'on' if result['gzip'] else 'off'};"
           f" {result['machine']}")
     for run_ in result["runs"]:

@@ -23,6 +23,8 @@ import random
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.harness import REPO
 from bench.proc_usage import PartUsage, Sampler
 from cli.demo import DEMO_ENV
 from cli.stack import health, local_stack
@@ -197,6 +200,9 @@ def bench_stack(web_url: str, tuning: Mapping[str, str], overrides: Mapping[str,
     home.chmod(0o755)  # the PostgreSQL account must be able to enter it
     env = stack_env(home, extra_ports=extra_ports)
     settings = load_settings(StackSettings, env)
+    # takes the stack down should this process die without doing so (bench/stack_guard.py)
+    guard = subprocess.Popen([sys.executable, "-m", "bench.stack_guard", str(os.getpid())], env=env, cwd=REPO,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         admin_dsn = local_stack.ensure_postgres(settings, env)
         drop_database(admin_dsn, DATABASE)
@@ -205,6 +211,8 @@ def bench_stack(web_url: str, tuning: Mapping[str, str], overrides: Mapping[str,
                         **(overrides or {})}
         yield settings, local_stack.up(settings, services_env, database=DATABASE), services_env
     finally:
+        guard.terminate()
+        guard.wait()
         local_stack.down(settings)
         shutil.rmtree(home, ignore_errors=True)
 

@@ -133,6 +133,17 @@ def stop_on_signals() -> asyncio.Event:
     return stop
 
 
+async def stop_with_parent(stop: asyncio.Event, every: float = 1.0) -> None:
+    """Sets ``stop`` once the process that started this one is gone (this one handed to another parent): a
+    benchmark or test killed before it could stop its web leaves no server behind to load the machine."""
+    parent = os.getppid()
+    while not stop.is_set():
+        if os.getppid() != parent:
+            stop.set()
+            return
+        await asyncio.sleep(every)
+
+
 async def serve(config: SimWebConfig | TreeWebConfig, log_file: Path, *, gzip: bool, render: bool) -> None:
     web = build_served_web(config)
     if render:
@@ -151,10 +162,12 @@ async def serve(config: SimWebConfig | TreeWebConfig, log_file: Path, *, gzip: b
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, advance)
     await server.start()
+    orphaned = asyncio.create_task(stop_with_parent(stop))
     try:
         print(server.url, flush=True)
         await stop.wait()
     finally:
+        orphaned.cancel()
         await server.stop()  # closes the log, so that every line is on disk
 
 

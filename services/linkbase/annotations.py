@@ -17,9 +17,9 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from libs.common.db.key_probes import by_key_probes
 from libs.common.url_keys import trap_path_key
 from services.linkbase.batch import LinkbaseBatch
-from libs.common.db.key_probes import by_key_probes
 
 Conn = AsyncConnection[Any]
 

@@ -13,8 +13,8 @@ from libs.common.db.pool import Database
 from libs.common.db.settings import DatabaseSettings
 from libs.common.urls import url_fingerprint
 from libs.simweb.words import TextSpec, paragraphs
-from services.dedup.judge import DuplicateJudge
 from services.dedup import near_store
+from services.dedup.judge import DuplicateJudge
 from services.dedup.main import MIGRATIONS
 from services.dedup.near_clusters import NearClaim
 from services.dedup.near_store import IndexShapeMismatch, NearAnswer, NearDuplicateIndex

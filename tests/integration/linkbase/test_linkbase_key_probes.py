@@ -6,9 +6,9 @@ import random
 
 import pytest
 
+from libs.common.db.key_probes import by_key_probes
 from libs.common.db.pool import Database
 from services.linkbase import seen
-from libs.common.db.key_probes import by_key_probes
 from services.linkbase.rows import UrlRef
 
 pytestmark = pytest.mark.integration

@@ -5,15 +5,19 @@ from __future__ import annotations
 import gzip
 import os
 import signal
+import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from libs.localinfra import procs
 from libs.simweb import SimWebConfig, build_web
 from libs.simweb.process import SimWebProcess, main
 
+REPO = Path(__file__).resolve().parents[3]
 CONFIG = SimWebConfig(seed=11, hosts=6, pages=60, host_size_exponent=0.3, crawl_delay_values=(0.3,))
 
 
@@ -79,3 +83,26 @@ def test_sigterm_stops_the_child_cleanly(tmp_path: Path) -> None:
     os.kill(served.pid, signal.SIGTERM)
     assert served._proc is not None and served._proc.wait(20) == 0
     served.stop()
+
+
+def test_a_served_web_stops_once_the_process_that_started_it_is_gone(tmp_path: Path) -> None:
+    starter = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from libs.simweb.process import SimWebProcess\n"
+        "from tests.integration.simweb.test_simweb_process import CONFIG\n"
+        f"served = SimWebProcess(CONFIG, Path({str(tmp_path / 'orphan.jsonl')!r}))\n"
+        "served.start()\n"
+        "print(served.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", starter], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    assert parent.stdout is not None
+    server = int(parent.stdout.readline())
+    assert procs.pid_alive(server)
+    parent.kill()  # never gets to stop its web
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while procs.pid_alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not procs.pid_alive(server)
