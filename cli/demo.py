@@ -43,15 +43,9 @@ DEMO_ENV = {
     "TRAWL_FETCHER_SSRF_PROXY_UNRESOLVED": "false",
     # No gap of the demo web exceeds 2 s, so a partition taken over need not hold its hosts longer.
     "TRAWL_FETCHER_HANDOFF_DELAY": "2",
-    # Idle polling is most of what the local broker and the scheduler spend: consumers' empty fetches
-    # (the local broker answers one as soon as data comes, so a longer wait adds tens of ms a hop, not
-    # 500) and dispatch rounds when no host is free yet (an outcome still wakes the dispatcher at once).
-    # 21% less CPU per page end to end (docs/benchmarks.md, "End to end against Scrapy").
-    "TRAWL_KAFKA_FETCH_WAIT_MAX_MS": "500",
-    # Except on the fetch loop (the fetcher's requests, the scheduler's outcomes): a host's next request
-    # waits for both hops, and the local broker answers a held fetch some 50 ms (median) after data
-    # comes at a 500 ms wait, 16 ms at 100 (docs/benchmarks.md, "End to end against Scrapy").
-    "TRAWL_KAFKA_LOOP_FETCH_WAIT_MAX_MS": "100",
+    # Dispatch rounds when no host is free yet are most of what the scheduler spends idle (an outcome
+    # still wakes the dispatcher at once). The local broker's fetch waits are the local stack's
+    # (cli/stack/local_stack.py, LOCAL_BROKER_ENV).
     "TRAWL_SCHEDULER_DISPATCH_INTERVAL": "0.1",
     # 20 ms more than the delay. The simulated web stamps a response's end right before writing its body,
     # so the gap it logs is at least the delay without a margin; a server that stamps the end when its

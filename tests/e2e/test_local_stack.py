@@ -67,6 +67,9 @@ def test_up_status_down_cycle_leaves_nothing_behind(localinfra_root: Path) -> No
     try:
         first = trawl(env, "up")
         assert set(first["grpc"]) == {"scheduler", "linkbase", "fetcher", "extractor", "dedup", "importance"}
+        recorded = json.loads((home / "stack.json").read_text())["services"]
+        # on the stack's own broker the stages off the fetch loop wait longer for data (LOCAL_BROKER_ENV)
+        assert {env_["TRAWL_KAFKA_FETCH_WAIT_MAX_MS"] for env_ in recorded.values()} == {"500"}
         status = trawl(env, "status")
         parts = {p["name"]: p for p in status["parts"]}
         assert all(p["health"] == "SERVING" for p in parts.values()), parts
