@@ -225,9 +225,9 @@ def edited_between(web: SimWeb, urls: set[str], before: Any, after: Any) -> set[
     return {url for url in urls if web.etag(url, before) != web.etag(url, after)}
 
 
-def run(config: SimWebConfig | TreeWebConfig, folder: Path, order: tuple[str, str], gzip: bool,
+def run(config: SimWebConfig | TreeWebConfig, web: SimWeb, folder: Path, order: tuple[str, str], gzip: bool,
         timeout: float) -> dict[str, Any]:
-    web = build_served_web(config)
+    """``web``: the web ``config`` describes, as built here (the served process builds its own)."""
     served = SimWebProcess(config, folder / "revisits.log", gzip=gzip, render=True)
     served.start()
     try:
@@ -321,13 +321,13 @@ def main() -> None:
     args = parser.parse_args()
     config = (web_config(args.seed, args.hosts, args.pages, args.edit_ratio, args.large_pages) if args.web == "graph"
               else tree_web_config(args.web, args.scale, args.edit_ratio))
+    web = build_served_web(config)
     runs = []
     with tempfile.TemporaryDirectory(prefix="trawl-bench-revisits-", dir="/var/tmp") as tmp:
         for i in range(args.repeat):
             order = ("conditional", "unconditional") if i % 2 == 0 else ("unconditional", "conditional")
-            runs.append(run(config, Path(tmp), order, args.gzip, args.timeout))
+            runs.append(run(config, web, Path(tmp), order, args.gzip, args.timeout))
             runs[-1]["ratios"] = ratios(runs[-1])
-    web = build_served_web(config)
     result = {"benchmark": "revisit_cost", "web": args.web, "pages": len(web.pages), "hosts": len(web.hosts),
               "edit_ratio": args.edit_ratio, "gzip": args.gzip, "mean_page_kb": mean_page_kb(web), "runs": runs,
               "machine": machine()}

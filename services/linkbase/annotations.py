@@ -6,8 +6,8 @@ cluster's representative) and keep per-path counts of judged pages and duplicate
 trap signal the outbox passes to the scheduler. Outcomes go into the fetch history, set the
 URL's last status, and a fetch of a host's home page sets the host's availability.
 All statements are idempotent; each is one round trip for the whole batch (the updates of URL rows
-are planned as a probe per URL: ``key_probes.py``). The URLs' rows are there already: the store gives
-every URL of the batch its row first, in the same transaction.
+are planned as a probe per URL: ``libs/common/db/key_probes.py``). The URLs' rows are there already:
+the store gives every URL of the batch its row first, in the same transaction.
 """
 
 from __future__ import annotations
